@@ -1,0 +1,5 @@
+"""``python -m kernelpilot`` runs the CLI."""
+
+from kernelpilot.cli import entry
+
+entry()

@@ -1,0 +1,101 @@
+"""Check what this machine offers kernelpilot: GPUs, compilers, build tools, headers, LLM setup."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def _gpus() -> dict[str, Any]:
+    """GPUs through torch.cuda, torch.xpu and dpctl; each probe reports why it could not look."""
+    found: dict[str, Any] = {"cuda": [], "xpu": [], "dpctl": [], "notes": []}
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            found["cuda"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        else:
+            found["notes"].append("torch.cuda: no CUDA device")
+        xpu = getattr(torch, "xpu", None)
+        if xpu is not None and xpu.is_available():
+            found["xpu"] = [xpu.get_device_name(i) for i in range(xpu.device_count())]
+    except ImportError:
+        found["notes"].append("torch not installed (pip install 'kernelpilot[triton]')")
+    try:
+        import dpctl  # type: ignore[import-not-found]
+
+        found["dpctl"] = [d.name for d in dpctl.get_devices() if d.is_gpu]
+    except ImportError:
+        found["notes"].append("dpctl not installed (pip install 'kernelpilot[intel]')")
+    except Exception as exc:  # dpctl raises runtime errors without a SYCL runtime
+        found["notes"].append(f"dpctl: {exc}")
+    return found
+
+
+def collect() -> dict[str, Any]:
+    from kernelpilot import toolchain
+    from kernelpilot.settings import load_settings
+
+    report: dict[str, Any] = {"gpus": _gpus(), "tools": {}, "headers": {}}
+    for tool in ("nvcc", "icpx"):
+        report["tools"][tool] = {"path": toolchain.which(tool), "version": toolchain.tool_version(tool)}
+    for tool, finder in (("cmake", toolchain.cmake_path), ("ninja", toolchain.ninja_path)):
+        report["tools"][tool] = {"path": finder()}
+    for flavour, env in (("cutlass", "CUTLASS_DIR"), ("sycl-tla", "SYCL_TLA_DIR")):
+        tree = toolchain.find_headers(flavour)
+        report["headers"][flavour] = (
+            {"include": str(tree.include), "version": tree.version, "source": tree.source}
+            if tree
+            else {"include": None, "hint": f"set {env} or pip install --target DIR the wheel"}
+        )
+    settings = load_settings()
+    report["llm"] = {
+        "configured": settings.llm_configured(),
+        "model": settings.llm_model,
+        "api_base": settings.openai_api_base,
+        "api_key_set": settings.openai_api_key is not None,
+        "engine": settings.resolved_engine(),
+    }
+    return report
+
+
+def run(args: argparse.Namespace) -> int:
+    report = collect()
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="kernelpilot doctor")
+    table.add_column("check")
+    table.add_column("status")
+    table.add_column("detail")
+    gpus = report["gpus"]
+    all_gpus = gpus["cuda"] + gpus["xpu"] + gpus["dpctl"]
+    from rich.markup import escape
+
+    table.add_row(
+        "GPUs", "ok" if all_gpus else "none", escape(", ".join(all_gpus) or "; ".join(gpus["notes"]))
+    )
+    for tool, info in report["tools"].items():
+        table.add_row(tool, "ok" if info["path"] else "missing", info.get("version") or info["path"] or "")
+    for flavour, info in report["headers"].items():
+        table.add_row(
+            f"{flavour} headers",
+            "ok" if info["include"] else "missing",
+            f"{info['include']} ({info['version']})" if info["include"] else info["hint"],
+        )
+    llm = report["llm"]
+    table.add_row(
+        "LLM",
+        "configured" if llm["configured"] else "not configured",
+        f"model {llm['model']}, engine {llm['engine']}",
+    )
+    Console(highlight=False).print(table)
+    return 0

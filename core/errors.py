@@ -1,0 +1,36 @@
+"""Exception types that map onto the CLI's exit codes.
+
+Exit codes are part of the user contract: 0 ok, 1 runtime failure, 2 usage or input error.  Code that
+detects bad input raises :class:`InputError` with a message that names the file, the field and the
+allowed values; the CLI turns it into exit code 2 without a traceback.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_RUNTIME = 1
+EXIT_USAGE = 2
+
+
+class KernelpilotError(Exception):
+    """Base class for errors kernelpilot reports to the user without a traceback."""
+
+    exit_code = EXIT_RUNTIME
+
+
+class InputError(KernelpilotError):
+    """Bad user input: a file, a field, a flag or a setting with a value we cannot accept."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, *, file: str | None = None, field: str | None = None) -> None:
+        self.file = file
+        self.field = field
+        where = ", ".join(p for p in (f"file {file}" if file else "", f"field {field}" if field else "") if p)
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class ToolMissingError(KernelpilotError):
+    """A required external tool (compiler, headers, GPU) is not available on this machine."""
+
+    exit_code = EXIT_RUNTIME

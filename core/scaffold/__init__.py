@@ -1,0 +1,1 @@
+"""Templates for ``kernelpilot new-dsl``: a pip-installable third-party plugin package."""

@@ -1,0 +1,21 @@
+"""Built-in CUDA plugin: CUTLASS C++ tile tuning on NVIDIA Hopper (sm90a) and CUDA source kernels."""
+
+from __future__ import annotations
+
+import shutil
+
+from kernelpilot.hookspecs import hookimpl
+from kernelpilot.plugin_types import PluginInfo
+
+
+@hookimpl
+def kp_plugin_info() -> PluginInfo:
+    has_nvcc = shutil.which("nvcc") is not None
+    return PluginInfo(
+        name="cuda",
+        description="CUDA / CUTLASS C++: Hopper (sm90a) tile tuning and CUDA kernels",
+        dsls=("cuda",),
+        capabilities=("tile_kernels", "target_models", "prompts", "knowledge_base"),
+        available=has_nvcc,
+        reason="" if has_nvcc else "nvcc not found (install the CUDA toolkit); dry runs still work",
+    )

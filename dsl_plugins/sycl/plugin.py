@@ -1,0 +1,21 @@
+"""Built-in SYCL plugin: sycl-tla (CUTLASS SYCL) tile tuning on Intel Xe and SYCL source kernels."""
+
+from __future__ import annotations
+
+import shutil
+
+from kernelpilot.hookspecs import hookimpl
+from kernelpilot.plugin_types import PluginInfo
+
+
+@hookimpl
+def kp_plugin_info() -> PluginInfo:
+    has_icpx = shutil.which("icpx") is not None
+    return PluginInfo(
+        name="sycl",
+        description="SYCL / sycl-tla: Intel Xe (bmg, pvc) tile tuning and SYCL kernels",
+        dsls=("sycl",),
+        capabilities=("tile_kernels", "target_models", "prompts", "knowledge_base"),
+        available=has_icpx,
+        reason="" if has_icpx else "icpx not found (install Intel oneAPI DPC++); dry runs still work",
+    )

@@ -1,0 +1,21 @@
+"""Built-in Triton plugin: executor, prompts, knowledge base and stages for Triton kernels."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from kernelpilot.hookspecs import hookimpl
+from kernelpilot.plugin_types import PluginInfo
+
+
+@hookimpl
+def kp_plugin_info() -> PluginInfo:
+    missing = [m for m in ("torch", "triton") if importlib.util.find_spec(m) is None]
+    return PluginInfo(
+        name="triton",
+        description="Triton kernels: optimization pipeline (rules and LLM engines)",
+        dsls=("triton",),
+        capabilities=("optimize", "executor", "prompts", "knowledge_base", "stages"),
+        available=not missing,
+        reason=f"{', '.join(missing)} not installed (pip install 'kernelpilot[triton]')" if missing else "",
+    )

@@ -1,0 +1,135 @@
+"""The contract between the generic tile tuner and the backends that supply tile-tunable kernels.
+
+A backend plugin (``cuda``, ``sycl``, or a third party) returns :class:`TileKernel` objects from the
+``kp_tile_kernels`` hook.  The tuner never knows CUTLASS or sycl-tla: it asks the target model (from
+``kp_target_models``) for legal configs, asks the kernel to render a program per config, builds the
+programs with CMake + ninja, runs each binary, and parses its single JSON line with
+:func:`parse_result_line`.  Both backends print the same JSON schema and use the same exit codes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Exit codes every benchmark program uses (documented in docs/benchmark_programs.md).
+EXIT_OK = 0
+EXIT_CANNOT_RUN = 3  # the kernel cannot run this problem (can_implement failed, launch error, no device)
+EXIT_WRONG_RESULT = 4  # ran, but the result disagrees with the reference
+EXIT_USAGE = 2  # bad command-line arguments to the program
+
+Status = Literal["ok", "wrong_result", "cannot_run", "build_failed", "timeout", "crashed", "rejected"]
+
+
+class TimeStats(BaseModel):
+    """Milliseconds per launch over the timed repetitions."""
+
+    model_config = ConfigDict(extra="forbid")
+    median: float
+    min: float
+    max: float
+    repetitions: int = Field(ge=1)
+
+
+class Verification(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    passed: bool
+    max_error: float | None = None  # relative error measure the program used (documented per kernel)
+    checked: list[dict[str, Any]] = Field(default_factory=list)  # problems checked (partial tiles + timed)
+    reference: str = ""  # e.g. "cutlass::reference::device::Gemm", "host fp32 softmax"
+
+
+class ProgramResult(BaseModel):
+    """The one JSON line a benchmark program prints on stdout."""
+
+    model_config = ConfigDict(extra="allow")
+    status: Literal["ok", "wrong_result", "cannot_run"]
+    kernel: str
+    config: dict[str, Any]
+    problem: dict[str, Any]
+    runtime: dict[str, Any] = Field(default_factory=dict)  # run-time knobs used (raster, swizzle, splits)
+    time_ms: TimeStats | None = None
+    tflops: float | None = None
+    gbps: float | None = None
+    verification: Verification | None = None
+    message: str = ""
+
+
+def parse_result_line(stdout: str) -> ProgramResult:
+    """Parse the *last* line of stdout that is a JSON object (programs may log before it)."""
+    for line in reversed(stdout.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}"):
+            return ProgramResult.model_validate(json.loads(line))
+    raise ValueError("benchmark program printed no JSON result line")
+
+
+@dataclass(frozen=True)
+class RenderedProgram:
+    """Sources for one config: file name -> text, plus the CMake target they build."""
+
+    target_name: str
+    sources: dict[str, str]
+    # extra per-target compile definitions/flags beyond the kernel's BuildRecipe
+    compile_definitions: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BuildRecipe:
+    """How every program of one kernel kind is compiled; part of the build-cache key."""
+
+    compiler: str  # executable name or path, e.g. "nvcc", "icpx"
+    language: Literal["CUDA", "CXX"]
+    flags: tuple[str, ...]
+    include_dirs: tuple[Path, ...]
+    link_flags: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()  # build-time environment (e.g. IGC_ExtraOCLOptions)
+    toolchain_version: str = ""  # compiler --version text, hashed into the cache key
+    library_version: str = ""  # CUTLASS / sycl-tla version, hashed into the cache key
+    memory_gb_per_job: float = 3.5  # for sizing the parallel build pool
+    timeout_s: float = 900.0
+
+
+@runtime_checkable
+class TileKernel(Protocol):
+    """One tile-tunable kernel kind on one backend."""
+
+    kind: str  # "gemm" | "grouped_gemm" | "moe_gemm" | "fa_prefill" | "fa_decode"
+    backend: str  # "cuda" | "sycl"
+    targets: tuple[str, ...]  # target-model names this kernel serves ("sm90",) or ("bmg", "pvc")
+    template_version: str  # bump when the template changes results; part of the results-store key
+
+    def validate_problem(self, dims: dict[str, Any], dtype: Any, where: str) -> dict[str, Any]:
+        """Normalize and validate workload dims; raise kernelpilot.errors.InputError naming ``where``."""
+        ...
+
+    def build_recipe(self, target: str, options: dict[str, Any]) -> BuildRecipe:
+        """Compiler, flags and include dirs; raise ToolMissingError (clear message) if unavailable."""
+        ...
+
+    def render(self, config: Any, problem: dict[str, Any], target: str) -> RenderedProgram:
+        """Render the complete benchmark program for ``config`` (a target-model config object).
+
+        Only compile-time facts of ``problem`` (dtype, layout, head_dim, ...) may reach the source:
+        sizes are run-time arguments, so one binary per config serves every shape of a batch and
+        the content-addressed build cache builds it once.
+        """
+        ...
+
+    def run_command(
+        self, binary: Path, problem: dict[str, Any], runtime: dict[str, Any]
+    ) -> tuple[list[str], dict[str, str]]:
+        """argv and extra environment to run ``binary`` on ``problem`` with run-time knobs."""
+        ...
+
+    def runtime_variants(self, config: Any, problem: dict[str, Any]) -> list[dict[str, Any]]:
+        """Run-time knob settings worth measuring for ``config`` (no rebuild): [{}] if none."""
+        ...
+
+    def flops(self, problem: dict[str, Any]) -> float:
+        """Useful floating-point operations of one run of ``problem`` (for TFLOP/s and peak checks)."""
+        ...
