@@ -1,0 +1,1 @@
+"""The kernel optimization pipeline: baseline, analysis, plan, per-stage optimize/verify loops."""
