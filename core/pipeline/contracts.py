@@ -75,6 +75,14 @@ class Executor(Protocol):
         """Static checks without running (syntax for the DSL's language); returns problems found."""
         ...
 
+    # Optional (looked up with ``getattr``, so existing executors stay valid):
+    #
+    # ``claims(path: Path, source: str) -> bool`` -- True when this executor's DSL owns the file
+    #     (used by DSL detection when ``--dsl`` is not given; a Triton executor must NOT claim a
+    #     Gluon file, i.e. one importing ``triton.experimental.gluon``).
+    # ``timing_noise() -> float | None`` -- a relative noise floor the executor knows for its timer.
+    # ``close() -> None`` -- stop worker processes; the pipeline calls it at the end of a run.
+
 
 @dataclass
 class StageContext:
@@ -93,6 +101,10 @@ class StageContext:
     knowledge: list[str] = field(default_factory=list)
     llm: Any = None  # an LLM client when the engine is "llm"
     attempt: int = 0
+    # Added by the pipeline (D1); defaults keep older constructors valid:
+    baseline: Evaluation | None = None  # the original kernel's evaluation
+    stage_input: Evaluation | None = None  # evaluation of ``current_source``
+    prompt_dirs: list[Path] = field(default_factory=list)  # the DSL plugin's template folders
 
 
 @runtime_checkable
@@ -106,3 +118,113 @@ class StageImpl(Protocol):
     def propose(self, context: StageContext) -> list[str]:
         """Return candidate sources (possibly none) for this attempt."""
         ...
+
+
+# ---------------------------------------------------------------------------------------------------
+# Analysis: issues and their categories (added by the pipeline, D1).
+#
+# The category list is FIXED (an analysis that returns another category is rejected, never guessed);
+# each category maps to exactly one stage, which is how the plan is derived from the analysis.
+ISSUE_CATEGORIES: dict[str, str] = {
+    # algorithmic: a better algorithm / less work
+    "algorithm_choice": "algorithmic",
+    "redundant_computation": "algorithmic",
+    # dtype_fix: wasteful or wrong precision
+    "float64_usage": "dtype_fix",
+    "precision_upcast": "dtype_fix",
+    # fusion: separate launches / torch ops that could be one kernel
+    "unfused_operations": "fusion",
+    "extra_kernel_launches": "fusion",
+    # memory_access: coalescing, redundant loads, masking, index width
+    "uncoalesced_access": "memory_access",
+    "redundant_loads": "memory_access",
+    "int32_index_overflow": "memory_access",
+    "host_device_sync": "memory_access",
+    # block_pointers: raw pointer arithmetic that block pointers / tensor descriptors express better
+    "manual_pointer_arithmetic": "block_pointers",
+    # persistent_kernel: many small programs, launch/tail overhead
+    "small_grid_or_tail_effect": "persistent_kernel",
+    "launch_overhead": "persistent_kernel",
+    # device_specific: settings for the device (warps, stages, swizzle, GRF mode, tensor cores)
+    "device_tuning": "device_specific",
+    "tensor_cores_unused": "device_specific",
+    # autotuning: fixed tile/launch parameters
+    "missing_autotune": "autotuning",
+    "hardcoded_block_size": "autotuning",
+    "hardcoded_launch_config": "autotuning",
+    # discovery: anything else the analyst proposes (open ended)
+    "open_ended": "discovery",
+}
+
+Severity = Literal["low", "medium", "high"]
+
+
+@dataclass
+class Issue:
+    """One finding of an analysis.  ``category`` must be a key of :data:`ISSUE_CATEGORIES`."""
+
+    category: str
+    message: str
+    line: int | None = None
+    severity: Severity = "medium"
+    source: str = "rules"  # "rules" (static analysis) or "llm"
+    suggestion: str = ""
+
+    @property
+    def stage(self) -> str:
+        return ISSUE_CATEGORIES[self.category]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "category": self.category,
+            "stage": self.stage,
+            "message": self.message,
+            "line": self.line,
+            "severity": self.severity,
+            "source": self.source,
+            "suggestion": self.suggestion,
+        }
+
+
+@runtime_checkable
+class StaticAnalyzer(Protocol):
+    """Extra static (rules) analysis a plugin can contribute through ``kp_stages``.
+
+    Objects with ``stage == "analysis"`` in ``kp_stages`` are analyzers, not optimization stages.  The
+    core already runs its own Python-AST analysis for Python-based DSLs (triton, gluon); a plugin adds
+    DSL-specific checks (or, for C++ DSLs, all of them) here.
+    """
+
+    dsl: str
+    stage: Literal["analysis"]
+
+    def analyze(self, source: str) -> list[Issue]:
+        """Return issues found in ``source`` (categories from :data:`ISSUE_CATEGORIES`)."""
+        ...
+
+
+# ---------------------------------------------------------------------------------------------------
+# LLM prompt templates (contract between the core's LLM engine and the DSL plugins' prompt folders).
+#
+# A DSL plugin returns ``ResourceDir(dsl=..., path=...)`` from ``kp_prompt_dirs``; the core loads
+# Jinja2 templates from those folders (device-specific folders first).  Names it looks up:
+#   ``analysis.md.j2``            -- system+user prompt asking for issues (reply schema appended by core)
+#   ``stage_<stage>.md.j2``       -- optimize prompt for one stage, e.g. ``stage_autotuning.md.j2``
+#   ``optimize.md.j2``            -- fallback optimize prompt for stages without their own template
+# Each template is rendered with the variables in :data:`PROMPT_VARIABLES`; the core appends the
+# reply-format instructions (JSON schema) itself, so templates never describe the reply format.
+PROMPT_VARIABLES: dict[str, str] = {
+    "dsl": "DSL name (triton, gluon, ...)",
+    "device": "cuda | xpu | cpu",
+    "stage": "the stage name (empty for analysis)",
+    "stage_description": "one line on what the stage is for",
+    "original_source": "the user's kernel",
+    "current_source": "the stage's input (best so far)",
+    "issues": "list of dicts (category, stage, message, line, severity, suggestion)",
+    "feedback": "list of strings: why earlier attempts in this stage were rejected",
+    "knowledge": "list of strings: KB snippets for this stage and device",
+    "baseline_ms": "median ms of the original (None if not measured)",
+    "current_ms": "median ms of the stage input (None if not measured)",
+    "spec_summary": "short text describing inputs, dims and dtype of the variant",
+    "attempt": "0-based attempt number within the stage",
+}
