@@ -433,6 +433,24 @@ class KernelSpec:
             source=self.path or "",
         )
 
+    def variant(self, name: str | None = None) -> ResolvedVariant:
+        """Alias of :meth:`resolve` (the name the pipeline codes against)."""
+        return self.resolve(name)
+
+    def default_variant_name(self) -> str:
+        """The variant used when none is requested (``default_variant`` > ``bench-gpu`` > the only one)."""
+        return self.choose_variant(None)
+
+    def tolerance_settings(self, variant: str | None = None) -> dict[str, float]:
+        """The variant's rtol/atol as settings names, for ``load_settings(spec=...)`` (absent ones left out)."""
+        v = self.resolve(variant)
+        out: dict[str, float] = {}
+        if v.rtol is not None:
+            out["correctness_rtol"] = v.rtol
+        if v.atol is not None:
+            out["correctness_atol"] = v.atol
+        return out
+
     def to_yaml_dict(self) -> dict[str, Any]:
         """Round-trippable plain data (used to hand the spec to worker processes)."""
         data: dict[str, Any] = {
