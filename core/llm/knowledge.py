@@ -1,0 +1,100 @@
+"""Knowledge-base snippets for one (dsl, device, stage) from the plugins' KB folders.
+
+Layout: ``<kb>/common/**`` applies to every device, ``<kb>/<device>/**`` to one (a ``ResourceDir``
+with ``device`` set is already that device's folder).  Formats:
+
+* ``*.yaml``: ``patterns:`` / ``constraints:`` lists of entries with ``name``/``id``, ``description``,
+  ``stages`` (list) or ``stage`` (missing: all stages), optional ``before``/``after``/``rationale``.
+* ``*.md``: for stage S if the stem starts with S or a parent folder is named S; stems starting with
+  ``common``/``general`` apply to all stages.
+
+Selection is deterministic (sorted paths) and capped by ``max_chars`` so prompts stay bounded;
+constraints come before patterns because breaking a constraint wastes a whole attempt.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kernelpilot.pipeline.contracts import STAGE_ORDER
+
+
+def kb_roots(dirs: list[Any], dsl: str, device: str) -> list[Path]:
+    roots: list[Path] = []
+    for d in dirs:
+        if d.dsl != dsl:
+            continue
+        path = Path(d.path)
+        if d.device is not None:
+            if d.device == device:
+                roots.append(path)
+            continue
+        roots += [path / "common", path / device]
+    return [r for r in roots if r.is_dir()]
+
+
+def _applies_md(path: Path, root: Path, stage: str) -> bool:
+    stem = path.stem.lower()
+    if stem.startswith(("common", "general")):
+        return True
+    if stem.startswith(stage):
+        return True
+    parents = {p.name for p in path.relative_to(root).parents}
+    if stage in parents:
+        return True
+    # a markdown file named for no stage at all is general advice
+    return not any(stem.startswith(s) for s in STAGE_ORDER) and not (parents & set(STAGE_ORDER))
+
+
+def _entry_stages(entry: dict[str, Any]) -> list[str] | None:
+    stages = entry.get("stages", entry.get("stage"))
+    if stages is None:
+        return None
+    return [stages] if isinstance(stages, str) else [str(s) for s in stages]
+
+
+def _format_entry(kind: str, entry: dict[str, Any]) -> str:
+    title = entry.get("name") or entry.get("id") or kind
+    parts = [f"[{kind}] {title}: {str(entry.get('description', '')).strip()}"]
+    for key in ("rationale", "before", "after"):
+        if entry.get(key):
+            parts.append(f"{key}:\n{str(entry[key]).rstrip()}")
+    return "\n".join(parts)
+
+
+def load_knowledge(
+    dirs: list[Any], dsl: str, device: str, stage: str, *, max_chars: int = 12000
+) -> list[str]:
+    import yaml
+
+    constraints: list[str] = []
+    patterns: list[str] = []
+    for root in kb_roots(dirs, dsl, device):
+        for path in sorted(root.rglob("*")):
+            if not path.is_file():
+                continue
+            if path.suffix in (".yaml", ".yml"):
+                try:
+                    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+                except yaml.YAMLError:
+                    continue  # a broken KB file must not break optimization; `skill validate` reports it
+                if not isinstance(data, dict):
+                    continue
+                for kind, bucket in (("constraint", constraints), ("pattern", patterns)):
+                    for entry in data.get(f"{kind}s", []) or []:
+                        if not isinstance(entry, dict):
+                            continue
+                        stages = _entry_stages(entry)
+                        if stages is None or stage in stages:
+                            bucket.append(_format_entry(kind, entry))
+            elif path.suffix == ".md" and _applies_md(path, root, stage):
+                patterns.append(path.read_text(encoding="utf-8").strip())
+    snippets: list[str] = []
+    used = 0
+    for text in constraints + patterns:
+        if used + len(text) > max_chars:
+            continue
+        snippets.append(text)
+        used += len(text)
+    return snippets
