@@ -1,0 +1,80 @@
+"""Static checks of a Triton / Gluon kernel file, without running it.
+
+Only rules that catch real mistakes: the file parses, has a kernel decorated for its DSL, a ``Model``
+class with ``forward``, and literal launch/tuning parameters that Triton would reject (block sizes and
+``num_warps`` must be powers of two).  Style opinions (Xe-Forge's "no torch.matmul in fusion stage",
+"no .cpu()") are not errors here.
+"""
+
+from __future__ import annotations
+
+import ast
+
+BLOCK_PREFIXES = ("BLOCK", "TILE")
+
+
+def _is_pow2(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0 and value & (value - 1) == 0
+
+
+def _decorator_names(fn: ast.FunctionDef) -> list[str]:
+    names = []
+    for dec in fn.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        names.append(ast.unparse(target))
+    return names
+
+
+def jit_functions(tree: ast.AST, dsl: str = "triton") -> list[ast.FunctionDef]:
+    """Functions decorated with ``@triton.jit`` (or ``@gluon.jit`` for Gluon)."""
+    wanted = {"gluon.jit", "triton.experimental.gluon.jit"} if dsl == "gluon" else {"triton.jit", "jit"}
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef) and any(d in wanted for d in _decorator_names(n))
+    ]
+
+
+def _check_literal_params(tree: ast.AST) -> list[str]:
+    problems = []
+    for node in ast.walk(tree):
+        pairs: list[tuple[str, ast.AST]] = []
+        if isinstance(node, ast.Call):
+            pairs += [(kw.arg, kw.value) for kw in node.keywords if kw.arg]
+        if isinstance(node, ast.Dict):
+            pairs += [
+                (k.value, v)
+                for k, v in zip(node.keys, node.values, strict=False)
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            ]
+        for name, value in pairs:
+            if not isinstance(value, ast.Constant) or not isinstance(value.value, int):
+                continue
+            upper = name.upper()
+            if (upper.startswith(BLOCK_PREFIXES) or name == "num_warps") and not _is_pow2(value.value):
+                problems.append(
+                    f"line {value.lineno}: {name}={value.value} is not a power of two (Triton requires it)"
+                )
+            if name == "num_stages" and value.value < 1:
+                problems.append(f"line {value.lineno}: num_stages={value.value} must be >= 1")
+    return problems
+
+
+def validate_source(source: str, dsl: str = "triton") -> list[str]:
+    """Problems that make ``source`` unusable as a kernel file; an empty list means it passed."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return [f"syntax error at line {exc.lineno}: {exc.msg}"]
+    problems = []
+    if not jit_functions(tree, dsl):
+        problems.append("no @gluon.jit kernel found" if dsl == "gluon" else "no @triton.jit kernel found")
+    models = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"]
+    if not models:
+        problems.append(
+            "no top-level class Model (the kernel file convention: Model(torch.nn.Module) whose forward launches the kernels)"
+        )
+    elif not any(isinstance(n, ast.FunctionDef) and n.name == "forward" for n in models[0].body):
+        problems.append("class Model has no forward method")
+    problems += _check_literal_params(tree)
+    return problems

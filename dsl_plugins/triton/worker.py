@@ -1,0 +1,368 @@
+"""Worker process: import a candidate kernel file, check it against the oracle, time it.
+
+Run as ``python -m kernelpilot.dsl_plugins.triton.worker JOB.json``; it writes ``RESULT.json`` (path in
+the job).  It runs in its own process because candidate code is untrusted: a hang, a segfault or an
+``os._exit`` there costs one evaluation, never the pipeline.  The parent (``executor.py``) enforces the
+timeout and treats a missing result file as a crash.
+
+Correctness protocol (why each step exists):
+- inputs are drawn fresh from ``seed`` (normal floats, integers uniform in the spec's range), so a
+  candidate cannot memorise outputs;
+- both models are built after ``torch.manual_seed(model_seed)`` and the oracle's parameters are then
+  copied into the candidate by name, so weights agree even when construction order differs;
+- while the candidate runs, ``torch.empty*`` allocations are *poisoned* (NaN for floats, a sentinel for
+  integers): an output element the kernel forgot to write stays poisoned and is reported as unwritten;
+- comparison is ``|out - ref| <= atol + rtol * |ref|`` in float64 on every element.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import math
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+MODEL_SEED = 1234
+
+
+def _load_module(path: str, name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _torch_dtype(torch: Any, name: str) -> Any:
+    return getattr(torch, name)
+
+
+def make_inputs(torch: Any, variant: dict[str, Any], seed: int, device: str) -> list[Any]:
+    """Random inputs for the variant: normal floats, uniform integers in [low, high)."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    tensors = []
+    for spec in variant["inputs"]:
+        dtype = _torch_dtype(torch, spec["dtype"])
+        shape = tuple(spec["shape"])
+        if dtype.is_floating_point:
+            t = torch.randn(shape, generator=gen, dtype=torch.float32).to(dtype)
+        elif dtype == torch.bool:
+            t = torch.randint(0, 2, shape, generator=gen).to(torch.bool)
+        else:
+            lo, hi = spec["range"] if spec.get("range") else (0, 128)
+            t = torch.randint(int(lo), int(hi), shape, generator=gen, dtype=torch.int64).to(dtype)
+        tensors.append(t.to(device))
+    return tensors
+
+
+def build_model(torch: Any, module: Any, variant: dict[str, Any], device: str) -> Any:
+    """``Model(*inits)``; floating parameters cast to the variant dtype like users' harnesses do."""
+    if not hasattr(module, "Model"):
+        raise AttributeError("the kernel file defines no class Model")
+    torch.manual_seed(MODEL_SEED)
+    model = module.Model(*variant["init_args"])
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device)
+        if variant.get("dtype") and _torch_dtype(torch, variant["dtype"]).is_floating_point:
+            model = model.to(_torch_dtype(torch, variant["dtype"]))
+        model.eval()
+    return model
+
+
+def copy_parameters(torch: Any, src: Any, dst: Any) -> int:
+    """Copy same-named, same-shaped parameters and buffers from the oracle; returns how many."""
+    if not (isinstance(src, torch.nn.Module) and isinstance(dst, torch.nn.Module)):
+        return 0
+    dst_state = dst.state_dict()
+    copied = 0
+    with torch.no_grad():
+        for name, value in src.state_dict().items():
+            if name in dst_state and dst_state[name].shape == value.shape:
+                dst_state[name].copy_(value.to(dst_state[name].dtype))
+                copied += 1
+    return copied
+
+
+@contextlib.contextmanager
+def poisoned_allocations(torch: Any):
+    """Make ``torch.empty``-style allocations start as NaN / sentinel so unwritten outputs show up."""
+    names = ("empty", "empty_like", "empty_strided")
+    originals = {n: getattr(torch, n) for n in names}
+    original_new_empty = torch.Tensor.new_empty
+
+    def poison(t: Any) -> Any:
+        if t.dtype.is_floating_point:
+            t.fill_(float("nan"))
+        elif t.dtype == torch.bool:
+            t.fill_(True)
+        elif t.dtype.is_complex:
+            t.fill_(complex(float("nan"), float("nan")))
+        else:
+            t.fill_(torch.iinfo(t.dtype).max)
+        return t
+
+    def wrap(fn: Any) -> Any:
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            return poison(fn(*args, **kwargs))
+
+        return inner
+
+    try:
+        for n, fn in originals.items():
+            setattr(torch, n, wrap(fn))
+        torch.Tensor.new_empty = lambda self, *a, **k: poison(original_new_empty(self, *a, **k))
+        yield
+    finally:
+        for n, fn in originals.items():
+            setattr(torch, n, fn)
+        torch.Tensor.new_empty = original_new_empty
+
+
+def _flatten(torch: Any, out: Any) -> list[Any]:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        items = []
+        for o in out:
+            items.extend(_flatten(torch, o))
+        return items
+    if isinstance(out, dict):
+        return _flatten(torch, list(out.values()))
+    if isinstance(out, (int, float)):
+        return [torch.tensor(out)]
+    raise TypeError(f"forward returned {type(out).__name__}; expected tensors")
+
+
+def compare(torch: Any, got: Any, ref: Any, rtol: float, atol: float) -> dict[str, Any]:
+    """Element-wise check of every output; reports the worst errors and unwritten (poisoned) elements."""
+    got_list, ref_list = _flatten(torch, got), _flatten(torch, ref)
+    if len(got_list) != len(ref_list):
+        return {
+            "ok": False,
+            "message": f"forward returned {len(got_list)} tensors, the oracle {len(ref_list)}",
+        }
+    max_abs = 0.0
+    max_rel = 0.0
+    problems = []
+    for i, (g, r) in enumerate(zip(got_list, ref_list, strict=True)):
+        if tuple(g.shape) != tuple(r.shape):
+            problems.append(f"output {i}: shape {tuple(g.shape)} != oracle {tuple(r.shape)}")
+            continue
+        g64 = g.detach().to("cpu", torch.float64)
+        r64 = r.detach().to("cpu", torch.float64)
+        ref_nan = torch.isnan(r64)
+        unwritten = int((torch.isnan(g64) & ~ref_nan).sum())
+        if not g.dtype.is_floating_point and g.dtype != torch.bool:
+            sentinel = torch.iinfo(g.dtype).max
+            unwritten = max(0, int((g.to("cpu") == sentinel).sum()) - int((r.to("cpu") == sentinel).sum()))
+        diff = (g64 - r64).abs()
+        diff = torch.where(ref_nan & torch.isnan(g64), torch.zeros_like(diff), diff)
+        finite = torch.isfinite(diff)
+        if finite.any():
+            max_abs = max(max_abs, float(diff[finite].max()))
+            rel = diff[finite] / r64[finite].abs().clamp_min(1e-30)
+            max_rel = max(max_rel, float(rel.max()))
+        bad = ~(diff <= atol + rtol * r64.abs())
+        bad &= ~(ref_nan & torch.isnan(g64))
+        nbad = int(bad.sum())
+        if unwritten > 0:
+            problems.append(f"output {i}: {unwritten} of {g.numel()} elements never written (still poisoned)")
+        elif nbad:
+            idx = int(bad.flatten().nonzero()[0])
+            problems.append(
+                f"output {i}: {nbad} of {g.numel()} elements outside rtol={rtol} atol={atol}; "
+                f"first at flat index {idx}: got {float(g64.flatten()[idx])!r}, expected {float(r64.flatten()[idx])!r}"
+            )
+    return {
+        "ok": not problems,
+        "message": "; ".join(problems) if problems else "matches the oracle",
+        "max_abs_error": max_abs,
+        "max_rel_error": max_rel,
+    }
+
+
+def output_bytes(torch: Any, out: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in _flatten(torch, out))
+
+
+def _sync(torch: Any, device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+    elif device == "xpu":
+        torch.xpu.synchronize()
+
+
+def time_forward(torch: Any, fn: Any, device: str, warmup_ms: int, rep_ms: int) -> dict[str, Any]:
+    """Median/min/max over ``do_bench`` samples on a GPU; a wall-clock loop under the interpreter."""
+    if device == "cpu":
+        samples = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            fn()
+            samples.append((time.perf_counter() - t0) * 1e3)
+        interpreter = True
+    else:
+        import triton.testing
+
+        samples = [
+            float(x) for x in triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")
+        ]
+        interpreter = False
+    return {
+        "median_ms": statistics.median(samples),
+        "min_ms": min(samples),
+        "max_ms": max(samples),
+        "repetitions": len(samples),
+        "interpreter": interpreter,
+    }
+
+
+def _classify(exc: BaseException) -> str:
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & {
+        "CompilationError",
+        "CompileTimeAssertionFailure",
+        "SyntaxError",
+        "UnsupportedLanguageConstruct",
+    }:
+        return "compile_error"
+    return "runtime_error"
+
+
+def _error_text(exc: BaseException) -> str:
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    tb = traceback.extract_tb(exc.__traceback__)
+    frames = [
+        f for f in tb if "candidate" in f.filename or f.filename.endswith(".py") and "kp_job" in f.filename
+    ]
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return (text + where)[-4000:]
+
+
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    device = job["device"]
+    variant = job["variant"]
+    sys.path.insert(0, job["kernel_dir"])
+    result: dict[str, Any] = {"verdict": "runtime_error", "message": "", "extra": {}}
+
+    # --- oracle ---------------------------------------------------------------------------------
+    try:
+        oracle_mod = _load_module(job["oracle_path"], "kp_oracle")
+        oracle = build_model(torch, oracle_mod, variant, device)
+    except BaseException as exc:  # noqa: BLE001 - reported, not hidden
+        return {
+            "verdict": "runtime_error",
+            "message": f"the oracle ({job['oracle_kind']}) failed to load: {_error_text(exc)}",
+            "extra": {},
+        }
+
+    # --- candidate ------------------------------------------------------------------------------
+    try:
+        cand_mod = _load_module(job["candidate_path"], "kp_candidate")
+        model = build_model(torch, cand_mod, variant, device)
+        copy_parameters(torch, oracle, model)
+    except BaseException as exc:  # noqa: BLE001
+        return {
+            "verdict": _classify(exc) if isinstance(exc, SyntaxError) else "runtime_error",
+            "message": "import/construct: " + _error_text(exc),
+            "extra": {},
+        }
+
+    inputs = make_inputs(torch, variant, job["seed"], device)
+    with torch.no_grad():
+        try:
+            ref = oracle(*[t.clone() for t in inputs])
+            _sync(torch, device)
+        except BaseException as exc:  # noqa: BLE001
+            return {
+                "verdict": "runtime_error",
+                "message": f"the oracle ({job['oracle_kind']}) failed: {_error_text(exc)}",
+                "extra": {},
+            }
+        try:
+            with poisoned_allocations(torch):
+                got = model(*[t.clone() for t in inputs])
+                _sync(torch, device)
+        except BaseException as exc:  # noqa: BLE001
+            return {"verdict": _classify(exc), "message": _error_text(exc), "extra": {}}
+        try:
+            cmp = compare(torch, got, ref, job["rtol"], job["atol"])
+        except BaseException as exc:  # noqa: BLE001
+            return {
+                "verdict": "incorrect",
+                "message": f"outputs cannot be compared: {_error_text(exc)}",
+                "extra": {},
+            }
+        result.update(
+            verdict="correct" if cmp["ok"] else "incorrect",
+            message=cmp["message"],
+            max_abs_error=cmp.get("max_abs_error"),
+            max_rel_error=cmp.get("max_rel_error"),
+        )
+        result["extra"]["oracle"] = job["oracle_kind"]
+        if not cmp["ok"] or not job.get("time_it", True):
+            return result
+
+        # --- timing ---------------------------------------------------------------------------
+        try:
+            run_inputs = list(inputs)
+            timing = time_forward(
+                torch, lambda: model(*run_inputs), device, job.get("warmup_ms", 25), job.get("rep_ms", 100)
+            )
+        except BaseException as exc:  # noqa: BLE001
+            return {**result, "verdict": "runtime_error", "message": "timing failed: " + _error_text(exc)}
+    result["timing"] = timing
+    seconds = timing["median_ms"] * 1e-3
+    flop = variant.get("flop")
+    moved = variant.get("bytes")
+    if moved is None:
+        moved = sum(t.numel() * t.element_size() for t in inputs) + output_bytes(torch, got)
+        result["extra"]["bytes_source"] = "inputs+outputs"
+    else:
+        result["extra"]["bytes_source"] = "spec"
+    result["extra"]["bytes"] = float(moved)
+    if seconds > 0:
+        result["gbps"] = moved / seconds / 1e9
+        if flop:
+            result["tflops"] = flop / seconds / 1e12
+    if flop and moved:
+        result["extra"]["arithmetic_intensity"] = flop / moved
+    if device == "cuda":
+        result["extra"]["device_name"] = torch.cuda.get_device_name()
+    if math.isnan(timing["median_ms"]):
+        result["verdict"] = "runtime_error"
+        result["message"] = "timing returned NaN"
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    job_path = Path(argv[0])
+    job = json.loads(job_path.read_text())
+    try:
+        result = run_job(job)
+    except BaseException as exc:  # noqa: BLE001 - the parent must always get a verdict
+        result = {"verdict": "runtime_error", "message": "worker error: " + _error_text(exc), "extra": {}}
+    Path(job["result_path"]).write_text(json.dumps(result, default=float))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.stdout.flush()
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown: some GPU runtimes hang or crash at exit; the result is already written.
+    import os
+
+    os._exit(code)
