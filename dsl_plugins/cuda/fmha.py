@@ -1,0 +1,243 @@
+"""CUTLASS Hopper FMHA forward (examples/88_hopper_fmha) as tile-tunable kernels ``fa_prefill`` / ``fa_decode``.
+
+The collective ships in the nvidia-cutlass wheel under ``examples/88_hopper_fmha`` (not under
+``include/``), so the build adds that folder to the include path.  One binary per (tile config,
+head dim, mask, dtype); batch, heads and sequence lengths are run-time arguments.
+
+Workload dims (names follow the Xe-Forge FA workloads users already have):
+``batch``, ``num_heads_q``, ``num_heads_kv`` (default = num_heads_q), ``seq_qo``, ``seq_kv``
+(default = seq_qo; decode: seq_qo defaults to 1), ``head_dim`` (32, 64, 128, 256), ``causal``
+(prefill default true, decode default false).
+
+Grouped-query attention: the kernel's head stride is one integer, so it cannot map query head h to
+kv head h // G.  Without a mask the G query heads that share a kv head are packed into the query rows
+(BHSD layout makes heads h*G..h*G+G-1 of one kv head contiguous), which is exact and is also what makes
+decode efficient (G rows per tile instead of 1).  With a causal mask packing would break the mask, so
+the program runs as MHA over num_heads_q heads with K/V expanded (same FLOPs, more K/V traffic).
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from kernelpilot.dsl_plugins.cuda.grouped_gemm import (
+    DTYPES,
+    _as_int,
+    c_string,
+    config_dict,
+    cuda_build_recipe,
+    normalize_dtype,
+)
+from kernelpilot.errors import InputError, ToolMissingError
+from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram
+
+TEMPLATE_VERSION = "1"
+HEAD_DIMS = (32, 64, 128, 256)
+SCHEDULE_TYPES = {
+    "tma": "cutlass::gemm::KernelTma",
+    "cooperative": "cutlass::gemm::KernelTmaWarpSpecializedCooperative",
+    "pingpong": "cutlass::gemm::KernelTmaWarpSpecializedPingpong",
+}
+SCHEDULE_ALIASES = {
+    "tma": "tma",
+    "ws": "tma",
+    "nonpersistent": "tma",
+    "cooperative": "cooperative",
+    "coop": "cooperative",
+    "pingpong": "pingpong",
+    "ping-pong": "pingpong",
+}
+TOL = {"bf16": (2e-2, 2e-2), "f16": (5e-3, 5e-3)}  # (atol, rtol) on O; P is rounded to 16 bit in-kernel
+FA_KEYS = {"batch", "num_heads_q", "num_heads_kv", "seq_qo", "seq_kv", "head_dim", "causal"}
+MAX_SEQ = 1 << 20
+
+
+def normalize_fmha_config(config: Any, head_dim: int | None = None) -> dict[str, Any]:
+    """tile [QO, KV, D], schedule tma|cooperative|pingpong, stages (KV pipeline stages, 0 = default)."""
+    c = config_dict(config)
+    try:
+        tile = [int(x) for x in c["tile"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"FMHA config needs tile [QO, KV, D]: {c}") from exc
+    if len(tile) == 2 and head_dim is not None:
+        tile.append(head_dim)
+    if len(tile) != 3:
+        raise ValueError(f"FMHA tile must be [QO, KV, D]: {c}")
+    if head_dim is not None and tile[2] != head_dim:
+        raise ValueError(f"FMHA tile head dim {tile[2]} != problem head_dim {head_dim}")
+    schedule = SCHEDULE_ALIASES.get(str(c.get("schedule", "cooperative")))
+    if schedule is None:
+        raise ValueError(f"FMHA schedule {c.get('schedule')!r}; allowed: {sorted(SCHEDULE_TYPES)}")
+    stages = int(c.get("stages") or 0)
+    if stages == 1 or stages < 0:
+        raise ValueError("FMHA needs at least 2 KV stages (collective static_assert), or 0 for default")
+    return {"tile": tile, "schedule": schedule, "stages": stages}
+
+
+def fmha_label(cfg: dict[str, Any]) -> str:
+    t = cfg["tile"]
+    st = f"_s{cfg['stages']}" if cfg["stages"] else ""
+    return f"{cfg['schedule'][:4]}_{t[0]}x{t[1]}x{t[2]}{st}"
+
+
+def _bool(value: Any, field: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("1", "true", "yes"):
+        return True
+    if str(value).lower() in ("0", "false", "no"):
+        return False
+    raise InputError(f"{value!r} is not a boolean", field=field)
+
+
+def validate_fa_dims(dims: dict[str, Any], where: str, decode: bool) -> dict[str, Any]:
+    unknown = set(dims) - FA_KEYS - {"dtype"}
+    if unknown:
+        raise InputError(f"unknown dims {sorted(unknown)}; allowed: {sorted(FA_KEYS)}", field=f"{where}.dims")
+    required = ["batch", "num_heads_q", "seq_kv", "head_dim"] + ([] if decode else ["seq_qo"])
+    missing = [k for k in required if k not in dims]
+    if missing:
+        raise InputError(f"missing dims {missing}", field=f"{where}.dims")
+    v = {k: _as_int(dims[k], f"{where}.dims.{k}") for k in FA_KEYS - {"causal"} if k in dims}
+    v.setdefault("num_heads_kv", v["num_heads_q"])
+    v.setdefault("seq_qo", 1 if decode else v["seq_kv"])
+    for k in ("batch", "num_heads_q", "num_heads_kv", "seq_qo", "seq_kv"):
+        if not 1 <= v[k] <= MAX_SEQ:
+            raise InputError(f"{k}={v[k]} out of range 1..{MAX_SEQ}", field=f"{where}.dims.{k}")
+    if v["head_dim"] not in HEAD_DIMS:
+        raise InputError(
+            f"head_dim={v['head_dim']}; the Hopper FMHA supports {list(HEAD_DIMS)}",
+            field=f"{where}.dims.head_dim",
+        )
+    if v["num_heads_q"] % v["num_heads_kv"]:
+        raise InputError(
+            f"num_heads_q={v['num_heads_q']} is not a multiple of num_heads_kv={v['num_heads_kv']}",
+            field=f"{where}.dims.num_heads_kv",
+        )
+    causal = _bool(dims.get("causal", not decode), f"{where}.dims.causal")
+    if causal and v["seq_qo"] != v["seq_kv"]:
+        raise InputError(
+            f"causal needs seq_qo == seq_kv (the kernel's mask is top-left aligned); got "
+            f"{v['seq_qo']} and {v['seq_kv']}",
+            field=f"{where}.dims.causal",
+        )
+    if decode and v["seq_qo"] > 64:
+        raise InputError(f"fa_decode takes seq_qo <= 64, got {v['seq_qo']}", field=f"{where}.dims.seq_qo")
+    return {**v, "causal": causal}
+
+
+def program_dims(problem: dict[str, Any]) -> dict[str, int]:
+    """The (b, h, q, k) the program runs: GQA heads packed into rows when no mask is applied."""
+    g = problem["num_heads_q"] // problem["num_heads_kv"]
+    if problem["causal"] or g == 1:
+        return {"b": problem["batch"], "h": problem["num_heads_q"], "q": problem["seq_qo"], "k": problem["seq_kv"]}
+    return {
+        "b": problem["batch"],
+        "h": problem["num_heads_kv"],
+        "q": g * problem["seq_qo"],
+        "k": problem["seq_kv"],
+    }
+
+
+def fa_flops(problem: dict[str, Any]) -> float:
+    """4*B*Hq*Sq*Skv*D (two GEMMs); causal counts half, the convention of FA papers and example 88."""
+    f = 4.0 * problem["batch"] * problem["num_heads_q"] * problem["seq_qo"] * problem["seq_kv"] * problem["head_dim"]
+    return f * (0.5 if problem["causal"] else 1.0)
+
+
+def render_fmha_program(kind: str, cfg: dict[str, Any], problem: dict[str, Any]) -> RenderedProgram:
+    import jinja2
+
+    dtype = problem.get("dtype", "bf16")
+    text = resources.files("kernelpilot.cpp_templates").joinpath("cuda/fmha_sm90.cu.j2").read_text()
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    options = []
+    if cfg["stages"]:
+        options.append(f"Option<Tag::kStagesKV, Int<{cfg['stages']}>>")
+    atol, rtol = TOL[dtype]
+    public = {**cfg, "dtype": dtype, "causal": problem["causal"]}
+    source = env.from_string(text).render(
+        template_version=TEMPLATE_VERSION,
+        kernel_kind=kind,
+        config_json=c_string(json.dumps(public, separators=(",", ":"))),
+        head_dim=cfg["tile"][2],
+        causal="true" if problem["causal"] else "false",
+        atol=atol,
+        rtol=rtol,
+        cutlass_dtype=DTYPES[dtype],
+        dtype=dtype,
+        tile_q=cfg["tile"][0],
+        tile_kv=cfg["tile"][1],
+        schedule_type=SCHEDULE_TYPES[cfg["schedule"]],
+        options=options,
+    )
+    mask = "causal" if problem["causal"] else "nomask"
+    name = f"{kind}_{dtype}_{mask}_{fmha_label(cfg)}"
+    return RenderedProgram(target_name=name, sources={f"{name}.cu": source})
+
+
+def fmha_include_dir() -> Path:
+    """examples/88_hopper_fmha next to the CUTLASS include tree (wheel or checkout)."""
+    from kernelpilot.toolchain import find_headers
+
+    tree = find_headers("cutlass")
+    if tree is None:
+        raise ToolMissingError("CUTLASS headers not found: set CUTLASS_DIR (checkout or nvidia-cutlass wheel)")
+    folder = tree.include.parent / "examples" / "88_hopper_fmha"
+    if not (folder / "kernel" / "fmha_kernel_builder.hpp").exists():
+        raise ToolMissingError(
+            f"{folder} lacks the Hopper FMHA collective (examples/88_hopper_fmha): use CUTLASS >= 3.9 "
+            "from a checkout or the nvidia-cutlass wheel, which ships examples/"
+        )
+    return folder
+
+
+class FmhaKernel:
+    """``fa_prefill`` / ``fa_decode`` on sm90 through the Hopper FMHA collective."""
+
+    backend = "cuda"
+    targets = ("sm90",)
+    template_version = TEMPLATE_VERSION
+
+    def __init__(self, kind: str) -> None:
+        if kind not in ("fa_prefill", "fa_decode"):
+            raise ValueError(kind)
+        self.kind = kind
+
+    def validate_problem(self, dims: dict[str, Any], dtype: Any, where: str) -> dict[str, Any]:
+        problem = validate_fa_dims(dict(dims), where, decode=self.kind == "fa_decode")
+        problem["dtype"] = normalize_dtype(dtype, where)
+        return problem
+
+    def build_recipe(self, target: str, options: dict[str, Any]) -> BuildRecipe:
+        if target != "sm90":
+            raise ToolMissingError(f"{self.kind} (cuda) builds only for target sm90, not {target!r}")
+        # One FMHA config (one fusion, one head dim): measured ~6 GB peak; example 88 (57 kernels) 10.8 GB.
+        return cuda_build_recipe(
+            memory_gb=6.0,
+            timeout_s=float(options.get("build_timeout_s", 1500)),
+            extra_includes=(fmha_include_dir(),),
+        )
+
+    def render(self, config: Any, problem: dict[str, Any], target: str) -> RenderedProgram:
+        cfg = normalize_fmha_config(config, problem["head_dim"])
+        return render_fmha_program(self.kind, cfg, problem)
+
+    def run_command(
+        self, binary: Path, problem: dict[str, Any], runtime: dict[str, Any]
+    ) -> tuple[list[str], dict[str, str]]:
+        d = program_dims(problem)
+        argv = [str(binary)] + [f"--{k}={v}" for k, v in d.items()]
+        for key in ("warmup", "iters", "reps", "buffers", "seed", "verify_rows"):
+            if key in runtime:
+                argv.append(f"--{key}={runtime[key]}")
+        return argv, {}
+
+    def runtime_variants(self, config: Any, problem: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{}]  # the FMHA kernels have no run-time scheduling knobs
+
+    def flops(self, problem: dict[str, Any]) -> float:
+        return fa_flops(problem)

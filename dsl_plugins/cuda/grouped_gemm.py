@@ -1,0 +1,393 @@
+"""CUTLASS sm90 ptr-array grouped GEMM as a tile-tunable kernel (kind ``grouped_gemm``).
+
+One binary per tile config serves every grouped problem: the group shapes are run-time arguments
+(``--groups=MxNxK,...``), so the content-addressed build cache builds a config once for a whole batch.
+The program follows CUTLASS's examples/57_hopper_grouped_gemm (bf16/fp16 instead of fp8) and checks
+every group against a naive fp32 GPU reference.
+
+Workload dims (``validate_problem``):
+
+* explicit: ``groups: [[M, N, K], ...]`` (or ``"MxNxK"`` strings);
+* generated: ``G`` (group count) and ``M``, ``N``, ``K`` each an int or a ``[lo, hi]`` range, with
+  ``dist`` (``uniform`` | ``loguniform``, default uniform), ``seed`` (default 0) and ``align``
+  (multiple applied to generated N and K, default 8: TMA needs 16-byte rows).
+
+Layout is ``tn`` only: A row-major [M, K], B = an ``nn.Linear`` weight [N, K] (K-major), D row-major.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from kernelpilot.errors import InputError, ToolMissingError
+from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram
+
+TEMPLATE_VERSION = "1"
+DTYPES = {"bf16": "cutlass::bfloat16_t", "f16": "cutlass::half_t"}
+DTYPE_ALIASES = {"bf16": "bf16", "bfloat16": "bf16", "f16": "f16", "fp16": "f16", "half": "f16"}
+RTOL = {"bf16": 1e-2, "f16": 2e-3}
+NVCC_FLAGS = (
+    "-std=c++17",
+    "-O1",
+    "-DNDEBUG",
+    "-gencode",
+    "arch=compute_90a,code=sm_90a",
+    "--expt-relaxed-constexpr",
+    "-Xptxas",
+    "-v",
+)
+MAX_GROUPS = 4096
+MAX_DIM = 1 << 20
+
+# schedule -> (kernel schedule, matching TMA epilogue).  A ping-pong mainloop with the cooperative
+# epilogue compiles and gives wrong results (cutlass_sm90.md E3): the pairing is fixed here.
+SCHEDULES = {
+    "cooperative": (
+        "cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative",
+        "cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative",
+    ),
+    "pingpong": (
+        "cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong",
+        "cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong",
+    ),
+}
+EPILOGUES = {"tma", "nosmem"}
+EPILOGUE_ALIASES = {
+    "tma": "tma",
+    "auto": "tma",
+    "nosmem": "nosmem",
+    "PtrArrayNoSmemWarpSpecialized": "nosmem",
+    "NoSmemWarpSpecialized": "nosmem",
+    "PtrArrayTmaWarpSpecializedCooperative": "tma",
+    "PtrArrayTmaWarpSpecializedPingpong": "tma",
+    "TmaWarpSpecializedCooperative": "tma",
+    "TmaWarpSpecialized": "tma",
+}
+SCHEDULE_ALIASES = {
+    "cooperative": "cooperative",
+    "coop": "cooperative",
+    "pingpong": "pingpong",
+    "ping-pong": "pingpong",
+}
+
+
+# ----------------------------------------------------------------------------- dtype / config
+def normalize_dtype(dtype: Any, where: str) -> str:
+    """The program supports equal 16-bit A/B/D types; anything else is an input error."""
+    if isinstance(dtype, dict):
+        vals = {DTYPE_ALIASES.get(str(v).lower()) for v in dtype.values()}
+        if len(vals) != 1 or None in vals:
+            raise InputError(
+                f"grouped GEMM needs one 16-bit dtype for A and B, got {dtype}; allowed: bf16, f16",
+                field=f"{where}.dtype",
+            )
+        return vals.pop()  # type: ignore[return-value]
+    name = DTYPE_ALIASES.get(str(dtype).lower())
+    if name is None:
+        raise InputError(f"dtype {dtype!r} not supported; allowed: bf16, f16", field=f"{where}.dtype")
+    return name
+
+
+def config_dict(config: Any) -> dict[str, Any]:
+    """Accept a target-model config object (``.as_dict()``) or a plain mapping."""
+    if hasattr(config, "as_dict"):
+        return dict(config.as_dict())
+    if isinstance(config, dict):
+        return dict(config)
+    raise TypeError(f"expected an sm90 config object or dict, got {type(config).__name__}")
+
+
+def normalize_gemm_config(config: Any) -> dict[str, Any]:
+    """Tile/cluster/schedule/epilogue/stages of one grouped-GEMM config, with pairing enforced."""
+    c = config_dict(config)
+    try:
+        tile = [int(x) for x in c["tile"]]
+        cluster = [int(x) for x in c.get("cluster", [1, 1])][:2]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"grouped GEMM config needs tile [M,N,K] and cluster [CM,CN]: {c}") from exc
+    if len(tile) != 3 or len(cluster) != 2:
+        raise ValueError(f"tile must have 3 and cluster 2 entries: {c}")
+    schedule = SCHEDULE_ALIASES.get(str(c.get("schedule", "cooperative")))
+    if schedule is None:
+        raise ValueError(
+            f"grouped GEMM schedule {c.get('schedule')!r} is not a ptr-array schedule; "
+            f"allowed: {sorted(SCHEDULES)}"
+        )
+    epilogue = EPILOGUE_ALIASES.get(str(c.get("epilogue", "tma")))
+    if epilogue is None:
+        raise ValueError(f"epilogue {c.get('epilogue')!r} unknown; allowed: {sorted(EPILOGUES)}")
+    raw_epi = str(c.get("epilogue", "tma"))
+    if schedule == "pingpong" and "Cooperative" in raw_epi:
+        raise ValueError("ping-pong mainloop with a cooperative epilogue gives wrong results (E3)")
+    if schedule == "cooperative" and raw_epi in ("TmaWarpSpecialized", "PtrArrayTmaWarpSpecializedPingpong"):
+        raise ValueError("cooperative mainloop needs the cooperative TMA epilogue (E2)")
+    stages = c.get("stages") or 0
+    return {
+        "tile": tile,
+        "cluster": cluster,
+        "schedule": schedule,
+        "epilogue": epilogue,
+        "stages": int(stages),
+    }
+
+
+def config_label(cfg: dict[str, Any]) -> str:
+    t, cl = cfg["tile"], cfg["cluster"]
+    st = f"_s{cfg['stages']}" if cfg["stages"] else ""
+    return f"{cfg['schedule'][:4]}_{t[0]}x{t[1]}x{t[2]}_c{cl[0]}x{cl[1]}_{cfg['epilogue']}{st}"
+
+
+def c_string(text: str) -> str:
+    """Escape text for a C string literal."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+# ----------------------------------------------------------------------------- problems
+def _as_int(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise InputError(f"{value!r} is not an integer", field=field)
+    try:
+        f = float(value)
+    except ValueError as exc:
+        raise InputError(f"{value!r} is not an integer", field=field) from exc
+    if not f.is_integer():
+        raise InputError(f"{value!r} is not an integer", field=field)
+    return int(f)
+
+
+def _range(value: Any, field: str, lo_allowed: int) -> tuple[int, int]:
+    if isinstance(value, (list, tuple)):
+        if len(value) != 2:
+            raise InputError(f"expected an int or [lo, hi], got {value!r}", field=field)
+        lo, hi = (_as_int(v, field) for v in value)
+    else:
+        lo = hi = _as_int(value, field)
+    if lo < lo_allowed or hi < lo or hi > MAX_DIM:
+        raise InputError(
+            f"range [{lo}, {hi}] invalid: need {lo_allowed} <= lo <= hi <= {MAX_DIM}", field=field
+        )
+    return lo, hi
+
+
+def _draw(rng: random.Random, lo: int, hi: int, dist: str, align: int) -> int:
+    if lo == hi:
+        return lo
+    if dist == "loguniform":
+        v = math.exp(rng.uniform(math.log(max(lo, 1)), math.log(hi)))
+    else:
+        v = rng.uniform(lo, hi)
+    v = int(round(v / align)) * align if align > 1 else int(round(v))
+    return min(max(v, lo), hi)
+
+
+def generate_groups(
+    count: int,
+    m: tuple[int, int],
+    n: tuple[int, int],
+    k: tuple[int, int],
+    dist: str = "uniform",
+    seed: int = 0,
+    align: int = 8,
+) -> list[list[int]]:
+    """Seeded group shapes: same arguments, same list on every machine (Python's Mersenne Twister)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        out.append(
+            [
+                _draw(rng, *m, dist, 1),
+                _draw(rng, *n, dist, align),
+                _draw(rng, *k, dist, align),
+            ]
+        )
+    return out
+
+
+def check_group_list(groups: Iterable[Any], where: str) -> list[list[int]]:
+    """Each group [M, N, K]: M >= 0, N and K positive multiples of 8 (16-byte TMA rows)."""
+    out: list[list[int]] = []
+    for i, g in enumerate(groups):
+        field = f"{where}.groups[{i}]"
+        if isinstance(g, str):
+            parts = g.lower().split("x")
+        elif isinstance(g, (list, tuple)):
+            parts = list(g)
+        else:
+            raise InputError(f"group {g!r} must be [M, N, K] or 'MxNxK'", field=field)
+        if len(parts) != 3:
+            raise InputError(f"group {g!r} must have three extents M, N, K", field=field)
+        m, n, k = (_as_int(p, field) for p in parts)
+        if m < 0 or n <= 0 or k <= 0 or max(m, n, k) > MAX_DIM:
+            raise InputError(f"group {g!r}: need M >= 0, N > 0, K > 0, each <= {MAX_DIM}", field=field)
+        if n % 8 or k % 8:
+            raise InputError(
+                f"group {g!r}: N and K must be multiples of 8 (TMA needs 16-byte aligned rows)",
+                field=field,
+            )
+        out.append([m, n, k])
+    if not out:
+        raise InputError("no groups given", field=f"{where}.groups")
+    if len(out) > MAX_GROUPS:
+        raise InputError(f"{len(out)} groups; at most {MAX_GROUPS}", field=f"{where}.groups")
+    if all(g[0] == 0 for g in out):
+        raise InputError("every group has M = 0: nothing to compute", field=f"{where}.groups")
+    return out
+
+
+GROUPED_KEYS = {"groups", "G", "M", "N", "K", "dist", "seed", "align", "dtype", "layout"}
+
+
+def validate_grouped_dims(dims: dict[str, Any], where: str) -> dict[str, Any]:
+    unknown = set(dims) - GROUPED_KEYS
+    if unknown:
+        raise InputError(
+            f"unknown dims {sorted(unknown)}; allowed: {sorted(GROUPED_KEYS)}", field=f"{where}.dims"
+        )
+    layout = str(dims.get("layout", "tn")).lower()
+    if layout != "tn":
+        raise InputError(f"layout {layout!r} not supported; allowed: tn", field=f"{where}.dims.layout")
+    if "groups" in dims:
+        extra = {"G", "M", "N", "K", "dist"} & set(dims)
+        if extra:
+            raise InputError(
+                f"give either groups or a generator (G, M, N, K), not both: {sorted(extra)}",
+                field=f"{where}.dims",
+            )
+        groups = check_group_list(dims["groups"], f"{where}.dims")
+        return {"groups": groups, "layout": "tn", "source": {"kind": "explicit"}}
+    missing = [k for k in ("G", "M", "N", "K") if k not in dims]
+    if missing:
+        raise InputError(
+            f"missing {missing}: give groups: [[M,N,K],...] or G, M, N, K (int or [lo, hi])",
+            field=f"{where}.dims",
+        )
+    count = _as_int(dims["G"], f"{where}.dims.G")
+    if not 1 <= count <= MAX_GROUPS:
+        raise InputError(f"G={count}; allowed 1..{MAX_GROUPS}", field=f"{where}.dims.G")
+    dist = str(dims.get("dist", "uniform"))
+    if dist not in ("uniform", "loguniform"):
+        raise InputError(f"dist {dist!r}; allowed: uniform, loguniform", field=f"{where}.dims.dist")
+    align = _as_int(dims.get("align", 8), f"{where}.dims.align")
+    if align <= 0 or align % 8:
+        raise InputError(f"align={align}; must be a positive multiple of 8", field=f"{where}.dims.align")
+    seed = _as_int(dims.get("seed", 0), f"{where}.dims.seed")
+    m = _range(dims["M"], f"{where}.dims.M", 0)
+    n = _range(dims["N"], f"{where}.dims.N", 8)
+    k = _range(dims["K"], f"{where}.dims.K", 8)
+    groups = generate_groups(count, m, n, k, dist=dist, seed=seed, align=align)
+    groups = check_group_list(groups, f"{where}.dims")
+    source = {"kind": "generated", "G": count, "M": list(m), "N": list(n), "K": list(k)}
+    source.update({"dist": dist, "seed": seed, "align": align})
+    return {"groups": groups, "layout": "tn", "source": source}
+
+
+def groups_flops(groups: list[list[int]]) -> float:
+    return float(sum(2.0 * m * n * k for m, n, k in groups))
+
+
+def groups_arg(groups: list[list[int]]) -> str:
+    return "--groups=" + ",".join(f"{m}x{n}x{k}" for m, n, k in groups)
+
+
+# ----------------------------------------------------------------------------- build recipe
+def cuda_build_recipe(memory_gb: float, timeout_s: float, extra_includes: tuple[Path, ...] = ()) -> BuildRecipe:
+    """nvcc for sm_90a with the CUTLASS headers found by kernelpilot.toolchain."""
+    from kernelpilot.toolchain import find_headers, tool_version, which
+
+    nvcc = which("nvcc")
+    if nvcc is None:
+        raise ToolMissingError("nvcc not found: install the CUDA toolkit (>= 12.3) or put nvcc on PATH")
+    tree = find_headers("cutlass")
+    if tree is None:
+        raise ToolMissingError(
+            "CUTLASS headers not found: set CUTLASS_DIR to a CUTLASS checkout or "
+            "`pip install --target DIR nvidia-cutlass` and set CUTLASS_DIR=DIR"
+        )
+    return BuildRecipe(
+        compiler=nvcc,
+        language="CUDA",
+        flags=NVCC_FLAGS,
+        include_dirs=(tree.include, *tree.extra_includes, *extra_includes),
+        toolchain_version=tool_version("nvcc") or "",
+        library_version=f"cutlass {tree.version}",
+        memory_gb_per_job=memory_gb,
+        timeout_s=timeout_s,
+    )
+
+
+def render_grouped_program(kind: str, cfg: dict[str, Any], dtype: str) -> RenderedProgram:
+    import jinja2
+
+    text = resources.files("kernelpilot.cpp_templates").joinpath("cuda/grouped_gemm_sm90.cu.j2").read_text()
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    kernel_schedule, tma_epilogue = SCHEDULES[cfg["schedule"]]
+    epilogue = tma_epilogue if cfg["epilogue"] == "tma" else "cutlass::epilogue::PtrArrayNoSmemWarpSpecialized"
+    public = {**cfg, "dtype": dtype}
+    source = env.from_string(text).render(
+        template_version=TEMPLATE_VERSION,
+        kernel_kind=kind,
+        config_json=c_string(json.dumps(public, separators=(",", ":"))),
+        tile_m=cfg["tile"][0],
+        tile_n=cfg["tile"][1],
+        tile_k=cfg["tile"][2],
+        cluster_m=cfg["cluster"][0],
+        cluster_n=cfg["cluster"][1],
+        stages=cfg["stages"],
+        cutlass_dtype=DTYPES[dtype],
+        dtype=dtype,
+        rtol=RTOL[dtype],
+        kernel_schedule=kernel_schedule,
+        epilogue_schedule=epilogue,
+    )
+    name = f"{kind}_{dtype}_{config_label(cfg)}"
+    return RenderedProgram(target_name=name, sources={f"{name}.cu": source})
+
+
+# ----------------------------------------------------------------------------- the kernel
+class GroupedGemmKernel:
+    """``grouped_gemm`` on sm90: CUTLASS ptr-array grouped GEMM (cooperative / ping-pong)."""
+
+    kind = "grouped_gemm"
+    backend = "cuda"
+    targets = ("sm90",)
+    template_version = TEMPLATE_VERSION
+
+    def validate_problem(self, dims: dict[str, Any], dtype: Any, where: str) -> dict[str, Any]:
+        problem = validate_grouped_dims(dict(dims), where)
+        problem["dtype"] = normalize_dtype(dtype, where)
+        return problem
+
+    def build_recipe(self, target: str, options: dict[str, Any]) -> BuildRecipe:
+        if target != "sm90":
+            raise ToolMissingError(f"{self.kind} (cuda) builds only for target sm90, not {target!r}")
+        return cuda_build_recipe(memory_gb=3.6, timeout_s=float(options.get("build_timeout_s", 900)))
+
+    def render(self, config: Any, problem: dict[str, Any], target: str) -> RenderedProgram:
+        cfg = normalize_gemm_config(config)
+        return render_grouped_program(self.kind, cfg, problem.get("dtype", "bf16"))
+
+    def run_command(
+        self, binary: Path, problem: dict[str, Any], runtime: dict[str, Any]
+    ) -> tuple[list[str], dict[str, str]]:
+        argv = [str(binary), groups_arg(problem["groups"])]
+        for key in ("raster", "swizzle", "warmup", "iters", "reps", "buffers", "seed", "verify_rows"):
+            if key in runtime:
+                argv.append(f"--{key}={runtime[key]}")
+        return argv, {}
+
+    def runtime_variants(self, config: Any, problem: dict[str, Any]) -> list[dict[str, Any]]:
+        # The group scheduler has no raster heuristic ("largest dimension can change per group"):
+        # both orders are worth one run each; swizzle only matters with many tiles per group.
+        variants: list[dict[str, Any]] = [{"raster": "M", "swizzle": 1}, {"raster": "N", "swizzle": 1}]
+        if max(g[0] for g in problem["groups"]) >= 1024:
+            variants += [{"raster": "M", "swizzle": 4}, {"raster": "N", "swizzle": 4}]
+        return variants
+
+    def flops(self, problem: dict[str, Any]) -> float:
+        return groups_flops(problem["groups"])
