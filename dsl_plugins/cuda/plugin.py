@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 
+from kernelpilot.dsl_plugins.cuda.targets import kp_target_models  # noqa: F401
 from kernelpilot.hookspecs import hookimpl
 from kernelpilot.plugin_types import PluginInfo
 

@@ -1,0 +1,33 @@
+"""Target-model lookup through the plugin registry.
+
+The core never imports a backend by name: the ``sycl`` plugin contributes the Xe models (``bmg``,
+``pvc`` ...), the ``cuda`` plugin the Hopper model (``sm90``), and a third-party plugin can add more
+through the same ``kp_target_models`` hook.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelpilot.errors import InputError
+
+
+def list_target_models() -> dict[str, Any]:
+    """All registered target models by name (first registration of a name wins)."""
+    from kernelpilot.plugins import get_registry
+
+    models: dict[str, Any] = {}
+    for model in get_registry().collect("kp_target_models"):
+        name = getattr(model, "name", None)
+        if name and name not in models:
+            models[name] = model
+    return models
+
+
+def get_target_model(name: str) -> Any:
+    """The target model called ``name``; an unknown name is an :class:`InputError` listing the known ones."""
+    models = list_target_models()
+    if name not in models:
+        known = ", ".join(sorted(models)) or "(none: no plugin provides target models)"
+        raise InputError(f"unknown target {name!r}; available targets: {known}", field="target")
+    return models[name]

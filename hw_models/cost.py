@@ -1,0 +1,116 @@
+"""Analytical cost models: rank legal configs for a problem.  Useful for ranking, not exact.
+
+The model per target is a tile-level roofline:
+
+* **per-tile mainloop**: each K step costs ``max(compute, operand feed)``; compute is the tile's
+  FLOPs at the core's share of the device's peak (times a schedule efficiency), the feed is the
+  bytes of the A and B slices over the core's share of on-chip (L2) bandwidth.  Larger tiles reuse
+  operands more (fewer bytes per FLOP), clusters multicast A/B (each CTA fetches 1/CN of A and 1/CM
+  of B from L2);
+* **wave quantization**: tiles run in ``ceil(tiles / concurrent CTAs)`` waves; a ragged edge tile
+  costs a full tile (tile efficiency on the edges falls out of this);
+* **memory roofline**: the unique bytes at the device bandwidth, and no CTA can pull more than a
+  few times its fair share of DRAM bandwidth (small-M GEMMs with few tiles are latency-bound);
+* fixed per-tile costs: epilogue (hidden by ping-pong), pipeline fill, non-persistent launch.
+
+All constants are named at the top and meant to be recalibrated from measurements (the tuner's
+results store); the defaults reproduce the ordering of the H200 measurements in
+shared/reference/cutlass_sm90.md §2.4 (128x256 coop 2x1 > 128x128 pingpong > 128x128 coop > ws >
+64x256 pingpong).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kernelpilot.hw_models.base import ceil_div
+from kernelpilot.hw_models.catalogue import Device
+from kernelpilot.hw_models.problems import batch, gemm_problems
+
+if TYPE_CHECKING:
+    from kernelpilot.hw_models.sm90 import Sm90GemmConfig
+
+# ---- sm90 constants (calibration targets) --------------------------------------------------------
+SM90_L2_BYTES_PER_S = 8.7e12  # aggregate L2 -> SM operand bandwidth seen by GEMM mainloops (fit, H200)
+SM90_MULTICAST_GAIN = 0.35  # share of the ideal 1/C multicast saving that materialises (fit: 1x2 vs 1x1)
+SM90_SCHEDULE_EFF = {"cooperative": 0.72, "pingpong": 0.72, "ws": 0.70}
+SM90_FEW_STAGES_EFF = {2: 0.88, 3: 0.95}  # too few stages expose load latency
+SM90_TM64_EFF = 0.70  # a 64-row tile keeps one WGMMA M atom per warpgroup (measured 64x256 pp: 376 TF)
+SM90_PER_SM_DRAM_SHARE = 3.0  # one SM can draw ~3x its fair share of DRAM bandwidth
+SM90_TILE_OVERHEAD_S = 1.2e-6  # prologue + pipeline fill per tile (persistent)
+SM90_LAUNCH_TILE_OVERHEAD_S = 2.0e-6  # non-persistent ws: CTA launch + fill per tile
+SM90_KERNEL_LAUNCH_S = 4.0e-6
+SM90_STREAMK_FIXUP_S = 3.0e-6
+SM90_STORE_BYTES_PER_S_PER_SM = 80.0e9  # epilogue store rate per SM (unhidden for coop / ws)
+
+
+def sm90_active_ctas(cores: int, cluster_size: int) -> int:
+    """CTAs the persistent grid can keep resident: H200 measured 132 SMs for clusters of 1-2 and 120 for
+    2x2 (max_active_clusters 30, cutlass_sm90.md C5); larger clusters fragment GPCs further (estimate)."""
+    if cluster_size <= 2:
+        return cores - cores % cluster_size
+    loss = {4: 12, 8: 20, 16: 36}.get(cluster_size, cores // 4)
+    usable = max(cluster_size, cores - loss)
+    return usable - usable % cluster_size
+
+
+def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) -> float:
+    tm, tn, tk = cfg.tile
+    cm, cn = cfg.cluster
+    bytes_a = cfg.dtype.bits_a / 8
+    bytes_b = cfg.dtype.bits_b / 8
+    out_bytes = 2.0
+    dtype_key = cfg.dtype.a
+    peak = device.peak(dtype_key) * 1e12
+    cores = device.cores
+    from kernelpilot.hw_models.sm90 import auto_stages
+
+    stages = cfg.stages or auto_stages(cfg)
+    eff = SM90_SCHEDULE_EFF[cfg.schedule] * (SM90_TM64_EFF if tm == 64 else 1.0)
+    eff *= SM90_FEW_STAGES_EFF.get(stages, 1.0)
+    per_sm_flops = peak / cores * eff
+    per_sm_l2 = SM90_L2_BYTES_PER_S / cores
+    ctas = sm90_active_ctas(cores, cm * cn)
+
+    # per K-step of one tile
+    step_compute = 2.0 * tm * tn * tk / per_sm_flops
+    # A is multicast across the CN CTAs of a cluster row, B across the CM CTAs of a column
+    share_a = 1.0 - SM90_MULTICAST_GAIN * (1.0 - 1.0 / cn)
+    share_b = 1.0 - SM90_MULTICAST_GAIN * (1.0 - 1.0 / cm)
+    step_bytes = tm * tk * bytes_a * share_a + tn * tk * bytes_b * share_b
+    step_feed = step_bytes / per_sm_l2
+    step = max(step_compute, step_feed)
+    epilogue = tm * tn * out_bytes / SM90_STORE_BYTES_PER_S_PER_SM
+    if cfg.schedule == "pingpong":
+        epilogue *= 0.15  # the other warpgroup's mainloop hides the epilogue
+    per_tile_fixed = SM90_LAUNCH_TILE_OVERHEAD_S if cfg.schedule == "ws" else SM90_TILE_OVERHEAD_S
+
+    nb = batch(problem)
+    total_compute_path = 0.0
+    unique_bytes = 0.0
+    max_cta_bytes = 0.0
+    work: list[tuple[int, int]] = []  # (tiles, k_steps) per GEMM
+    for m, n, k in gemm_problems(problem, cfg.kernel):
+        tiles = ceil_div(m, tm) * ceil_div(n, tn) * nb
+        ksteps = ceil_div(k, tk)
+        work.append((tiles, ksteps))
+        unique_bytes += nb * (m * k * bytes_a + k * n * bytes_b + m * n * out_bytes)
+        max_cta_bytes = max(max_cta_bytes, ksteps * tk * (tm * bytes_a + tn * bytes_b))
+    if cfg.tile_scheduler == "streamk":
+        units = sum(t * s for t, s in work)
+        per_cta_units = ceil_div(units, ctas)
+        total_tiles = sum(t for t, _ in work)
+        split = units > 0 and total_tiles < ctas
+        total_compute_path = per_cta_units * step + ceil_div(total_tiles, ctas) * (epilogue + per_tile_fixed)
+        if split:
+            total_compute_path += SM90_STREAMK_FIXUP_S
+        max_cta_bytes = max_cta_bytes * min(1.0, total_tiles / ctas) if split else max_cta_bytes
+    else:
+        # grouped GEMM tiles of all groups share one persistent grid
+        total_tiles = sum(t for t, _ in work)
+        mean_steps = sum(t * s for t, s in work) / max(1, total_tiles)
+        waves = ceil_div(total_tiles, ctas)
+        total_compute_path = waves * (mean_steps * step + epilogue + per_tile_fixed)
+    per_sm_dram = device.bandwidth_gbs() * 1e9 / cores * SM90_PER_SM_DRAM_SHARE
+    memory_path = max(unique_bytes / (device.bandwidth_gbs() * 1e9), max_cta_bytes / per_sm_dram)
+    return SM90_KERNEL_LAUNCH_S + max(total_compute_path, memory_path)
