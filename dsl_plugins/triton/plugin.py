@@ -19,3 +19,6 @@ def kp_plugin_info() -> PluginInfo:
         available=not missing,
         reason=f"{', '.join(missing)} not installed (pip install 'kernelpilot[triton]')" if missing else "",
     )
+
+
+from kernelpilot.dsl_plugins.triton.hooks import kp_executor, kp_knowledge_dirs, kp_prompt_dirs, kp_stages  # noqa: E402, F401

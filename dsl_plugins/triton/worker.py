@@ -247,8 +247,25 @@ def _error_text(exc: BaseException) -> str:
     return (text + where)[-4000:]
 
 
+def interpreter_autotune_timer() -> None:
+    """Under ``TRITON_INTERPRET=1`` there is no GPU driver for ``@triton.autotune`` to benchmark with;
+    give it a wall-clock timer so autotuned kernels still run (every config once) on the CPU."""
+    import triton.runtime.autotuner as autotuner
+
+    def wall_clock_bench(fn: Any, quantiles: Any = None, **_: Any) -> Any:
+        t0 = time.perf_counter()
+        fn()
+        ms = (time.perf_counter() - t0) * 1e3
+        return [ms] * len(quantiles) if quantiles else ms
+
+    autotuner.Autotuner.do_bench = property(lambda self: wall_clock_bench)  # type: ignore[method-assign,assignment]
+
+
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     import torch
+
+    if job["device"] == "cpu":
+        interpreter_autotune_timer()
 
     device = job["device"]
     variant = job["variant"]
