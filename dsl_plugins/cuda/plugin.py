@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 
 from kernelpilot.dsl_plugins.cuda.targets import kp_target_models  # noqa: F401
+from kernelpilot.dsl_plugins.cuda.tile_kernels import kp_tile_kernels  # noqa: F401
 from kernelpilot.hookspecs import hookimpl
 from kernelpilot.plugin_types import PluginInfo
 

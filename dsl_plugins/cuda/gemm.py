@@ -1,0 +1,243 @@
+"""CUTLASS sm90a dense GEMM as a tile-tunable kernel (the CUDA backend's ``gemm``).
+
+Renders ``cpp_templates/cuda/gemm_sm90.cu.j2`` for one compile-time config (tile, cluster, schedule,
+epilogue, stages, tile scheduler).  Problem sizes and the run-time knobs (raster order, swizzle,
+split-K / stream-K) are program arguments, so one binary per config serves every shape and every
+knob setting: the build cache builds it once.  The program measures all run-time variants of a
+config in one process (``runs_variants_in_one_process``) and prints one JSON line with the best
+variant in ``runtime`` and every variant in ``variants``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from kernelpilot.errors import InputError, ToolMissingError
+from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram
+
+TEMPLATE_VERSION = "gemm_sm90-1"
+NVCC_FLAGS = (
+    "-std=c++17",
+    "-O3",
+    "-DNDEBUG",
+    "-gencode",
+    "arch=compute_90a,code=sm_90a",
+    "--expt-relaxed-constexpr",
+    "-Xptxas=-v",
+)
+DTYPES = {"bf16": "cutlass::bfloat16_t", "f16": "cutlass::half_t"}
+DTYPE_ALIASES = {"bf16": "bf16", "bfloat16": "bf16", "f16": "f16", "fp16": "f16", "float16": "f16", "half": "f16"}
+# layout names: first letter A, second B; "r" row-major, "c" column-major.  "rr" is x @ W in PyTorch.
+LAYOUTS = {
+    "rr": ("cutlass::layout::RowMajor", "cutlass::layout::RowMajor"),
+    "rc": ("cutlass::layout::RowMajor", "cutlass::layout::ColumnMajor"),
+}
+SCHEDULES = {
+    "cooperative": ("cutlass::gemm::KernelTmaWarpSpecializedCooperative", "cutlass::epilogue::TmaWarpSpecializedCooperative"),
+    "pingpong": ("cutlass::gemm::KernelTmaWarpSpecializedPingpong", "cutlass::epilogue::TmaWarpSpecialized"),
+    "ws": ("cutlass::gemm::KernelTmaWarpSpecialized", "cutlass::epilogue::TmaWarpSpecialized"),
+}
+SM_COUNT_H200 = 132
+
+
+def config_dict(config: Any) -> dict[str, Any]:
+    """A target-model config object (``.as_dict()``) or a plain dict, as a dict."""
+    if hasattr(config, "as_dict"):
+        return dict(config.as_dict())
+    if isinstance(config, dict):
+        return dict(config)
+    raise TypeError(f"unsupported config type {type(config).__name__}")
+
+
+def _norm_dtype(dtype: Any) -> str:
+    name = str(getattr(dtype, "name", dtype)).lower()
+    if name not in DTYPE_ALIASES:
+        raise InputError(f"dtype {dtype!r} is not supported by the CUTLASS sm90 GEMM; allowed: bf16, f16", field="dtype")
+    return DTYPE_ALIASES[name]
+
+
+def normalize(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Fill the template's fields from a config dict (model field names; defaults documented here)."""
+    tile = list(cfg.get("tile") or [cfg.get("tile_m"), cfg.get("tile_n"), cfg.get("tile_k")])
+    cluster = list(cfg.get("cluster") or [cfg.get("cluster_m", 1), cfg.get("cluster_n", 1)])
+    schedule = str(cfg.get("schedule", "cooperative"))
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule {schedule!r} not in {sorted(SCHEDULES)}")
+    epilogue = str(cfg.get("epilogue") or "tma")
+    # stream-K is a scheduler of the cooperative kernel only (pingpong and ws static_assert on it)
+    tile_scheduler = str(cfg.get("tile_scheduler") or ("streamk" if schedule == "cooperative" else "persistent"))
+    return {
+        "tile": [int(t) for t in tile],
+        "cluster": [int(c) for c in cluster[:2]],
+        "schedule": schedule,
+        "epilogue": epilogue,
+        "stages": int(cfg.get("stages") or 0),
+        "tile_scheduler": tile_scheduler,
+    }
+
+
+@lru_cache(maxsize=1)
+def _template():
+    from jinja2 import Environment, StrictUndefined
+    from importlib.resources import files
+
+    text = files("kernelpilot.cpp_templates").joinpath("cuda", "gemm_sm90.cu.j2").read_text()
+    env = Environment(undefined=StrictUndefined, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    return env.from_string(text)
+
+
+def render_source(cfg: dict[str, Any], dtype: str, layout: str) -> str:
+    """The complete .cu program for one normalized config."""
+    n = normalize(cfg)
+    kernel_schedule, epilogue_schedule = SCHEDULES[n["schedule"]]
+    if n["epilogue"] in ("nosmem", "no_smem"):
+        epilogue_schedule = "cutlass::epilogue::NoSmemWarpSpecialized"
+    elif n["epilogue"] not in ("tma", "auto", "default"):
+        raise ValueError(f"epilogue {n['epilogue']!r} not in tma, nosmem")
+    if n["tile_scheduler"] == "streamk":
+        ts_type = "cutlass::gemm::StreamKScheduler"
+    elif n["tile_scheduler"] == "persistent":
+        ts_type = "cutlass::gemm::PersistentScheduler"
+    else:
+        raise ValueError(f"tile_scheduler {n['tile_scheduler']!r} not in persistent, streamk")
+    la, lb = LAYOUTS[layout]
+    config_json = json.dumps(n, sort_keys=True)
+    return _template().render(
+        template_version=TEMPLATE_VERSION,
+        tile_m=n["tile"][0],
+        tile_n=n["tile"][1],
+        tile_k=n["tile"][2],
+        cluster_m=n["cluster"][0],
+        cluster_n=n["cluster"][1],
+        schedule=n["schedule"],
+        epilogue=n["epilogue"],
+        stages=n["stages"],
+        tile_scheduler=n["tile_scheduler"],
+        tile_scheduler_type=ts_type,
+        kernel_schedule=kernel_schedule,
+        epilogue_schedule=epilogue_schedule,
+        element=DTYPES[dtype],
+        dtype=dtype,
+        layout=layout,
+        layout_a=la,
+        layout_b=lb,
+        layout_b_kmajor=layout[1] == "c",
+        config_json_literal=json.dumps(config_json),
+    )
+
+
+class CutlassSm90Gemm:
+    """TileKernel for CUTLASS sm90a dense GEMM (bf16/f16 in, fp32 accumulate, same-type out)."""
+
+    kind = "gemm"
+    backend = "cuda"
+    targets = ("sm90",)
+    template_version = TEMPLATE_VERSION
+    runs_variants_in_one_process = True
+
+    def validate_problem(self, dims: dict[str, Any], dtype: Any, where: str) -> dict[str, Any]:
+        allowed = {"M", "N", "K", "layout"}
+        unknown = sorted(set(dims) - allowed)
+        if unknown:
+            raise InputError(f"{where}: unknown dims {unknown}; allowed: M, N, K, layout", field="dims")
+        out: dict[str, Any] = {}
+        for name in ("M", "N", "K"):
+            if name not in dims:
+                raise InputError(f"{where}: missing dim {name} (gemm needs M, N, K)", field=f"dims.{name}")
+            value = dims[name]
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise InputError(f"{where}: dim {name}={value!r} must be a positive integer", field=f"dims.{name}")
+            out[name] = value
+        layout = str(dims.get("layout", "rr"))
+        if layout not in LAYOUTS:
+            raise InputError(f"{where}: layout {layout!r} not in {sorted(LAYOUTS)}", field="dims.layout")
+        # TMA needs 16-byte aligned contiguous extents: N (row-major B and D) and K (row-major A)
+        for name in ("N", "K"):
+            if out[name] % 8:
+                raise InputError(
+                    f"{where}: {name}={out[name]} is not a multiple of 8: CUTLASS sm90 TMA needs 16-byte "
+                    "aligned rows for 16-bit types",
+                    field=f"dims.{name}",
+                )
+        out["layout"] = layout
+        out["dtype"] = _norm_dtype(dtype)
+        return out
+
+    def build_recipe(self, target: str, options: dict[str, Any]) -> BuildRecipe:
+        from kernelpilot import toolchain
+
+        dry = bool(options.get("dry_run"))
+        tree = toolchain.find_headers("cutlass", options.get("cutlass_dir"))
+        if tree is None and not dry:
+            raise ToolMissingError(
+                "CUTLASS headers not found: set CUTLASS_DIR to a CUTLASS checkout or to a folder made with "
+                "`pip install --target DIR nvidia-cutlass`"
+            )
+        nvcc = options.get("nvcc") or toolchain.which("nvcc")
+        if nvcc is None and not dry:
+            raise ToolMissingError("nvcc not found on PATH (install the CUDA toolkit >= 12.3)")
+        include_dirs: tuple[Path, ...] = ()
+        if tree is not None:
+            include_dirs = (tree.include, *tree.extra_includes)
+        return BuildRecipe(
+            compiler=nvcc or "nvcc",
+            language="CUDA",
+            flags=NVCC_FLAGS,
+            include_dirs=include_dirs,
+            toolchain_version=(toolchain.tool_version("nvcc") or "") if nvcc else "",
+            library_version=f"cutlass {tree.version}" if tree else "cutlass (not found)",
+            memory_gb_per_job=3.4,
+            timeout_s=float(options.get("build_timeout_s", 900.0)),
+        )
+
+    def render(self, config: Any, problem: dict[str, Any], target: str) -> RenderedProgram:
+        cfg = normalize(config_dict(config))
+        src = render_source(cfg, problem.get("dtype", "bf16"), problem.get("layout", "rr"))
+        return RenderedProgram(target_name="gemm", sources={"gemm.cu": src})
+
+    def runtime_variants(self, config: Any, problem: dict[str, Any]) -> list[dict[str, Any]]:
+        """Raster order x swizzle for every schedule; split-K / stream-K for cooperative stream-K builds
+        when the problem has too few output tiles to fill the GPU twice."""
+        cfg = normalize(config_dict(config))
+        tm, tn, tk = cfg["tile"]
+        tiles_m, tiles_n = math.ceil(problem["M"] / tm), math.ceil(problem["N"] / tn)
+        swizzles = [1, 8] if min(tiles_m, tiles_n) >= 6 else [1, 2] if min(tiles_m, tiles_n) >= 2 else [1]
+        rasters = ["M", "N"] if min(tiles_m, tiles_n) > 1 else ["H"]
+        decomp = "D" if cfg["tile_scheduler"] == "streamk" else "H"
+        out = [{"raster": r, "swizzle": s, "decomp": decomp, "splits": 1} for r in rasters for s in swizzles]
+        if cfg["tile_scheduler"] == "streamk" and tiles_m * tiles_n < 2 * SM_COUNT_H200:
+            k_tiles = math.ceil(problem["K"] / tk)
+            out.append({"raster": "H", "swizzle": 1, "decomp": "K", "splits": 1})
+            for splits in (2, 4, 8):
+                if k_tiles >= 2 * splits:
+                    out.append({"raster": "H", "swizzle": 1, "decomp": "S", "splits": splits})
+        return out
+
+    def run_command(
+        self, binary: Path, problem: dict[str, Any], runtime: dict[str, Any]
+    ) -> tuple[list[str], dict[str, str]]:
+        variants = runtime.get("variants") or [runtime or {"raster": "H", "swizzle": 1, "decomp": "H", "splits": 1}]
+        spec = ",".join(
+            f"{v.get('raster', 'H')}:{v.get('swizzle', 1)}:{v.get('decomp', 'H')}:{v.get('splits', 1)}" for v in variants
+        )
+        argv = [str(binary), f"--m={problem['M']}", f"--n={problem['N']}", f"--k={problem['K']}", f"--variants={spec}"]
+        for key in ("target_ms", "reps", "seed"):
+            if key in runtime:
+                argv.append(f"--{key}={runtime[key]}")
+        return argv, {}
+
+    def flops(self, problem: dict[str, Any]) -> float:
+        return 2.0 * problem["M"] * problem["N"] * problem["K"]
+
+    def min_bytes(self, problem: dict[str, Any]) -> float:
+        """Fewest bytes through device memory: A and B read once, D written once (2 bytes each)."""
+        return 2.0 * (problem["M"] * problem["K"] + problem["K"] * problem["N"] + problem["M"] * problem["N"])
+
+
+def default_cutlass_dir() -> str | None:
+    return os.environ.get("CUTLASS_DIR")

@@ -1,0 +1,127 @@
+"""The legal search space of one workload, as the proposers see it.
+
+The target model (``hw_models``) decides legality, the default config and the cost estimate; this
+module only materializes the space once per workload (enumeration is fast: well under a second),
+applies an optional user filter (``space:`` in the batch YAML / ``--space-filter``), and gives each
+config a canonical key (sorted-key JSON of ``as_dict()``) used by the store and the build cache.
+
+Stream-K twins: for a target whose cooperative GEMM also accepts ``tile_scheduler: streamk`` (sm90),
+the stream-K build is a superset of the persistent one at run time (its data-parallel mode is the
+persistent schedule; split-K / stream-K are extra run-time variants), so with ``streamk_twins`` the
+space swaps each cooperative-persistent config for its stream-K twin when the model accepts it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelpilot.errors import InputError
+
+
+def config_key(config: Any) -> str:
+    d = config.as_dict() if hasattr(config, "as_dict") else dict(config)
+    return json.dumps(d, sort_keys=True, separators=(",", ":"))
+
+
+def config_label(config: Any) -> str:
+    if hasattr(config, "label"):
+        return str(config.label())
+    return config_key(config)
+
+
+def _norm(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return [_norm(v) for v in value]
+    return value
+
+
+def matches_filter(config: Any, space_filter: dict[str, list[Any]] | None) -> bool:
+    """``space_filter``: field -> allowed values, compared with ``as_dict()`` (tile_m/tile_n/tile_k
+    address one tile extent; lists such as ``cluster: [[1, 1], [2, 1]]`` compare element-wise)."""
+    if not space_filter:
+        return True
+    d = config.as_dict() if hasattr(config, "as_dict") else dict(config)
+    tile = d.get("tile") or [None, None, None]
+    for name, allowed in space_filter.items():
+        if name in ("tile_m", "tile_n", "tile_k"):
+            value = tile["mnk".index(name[-1])]
+        elif name in d:
+            value = d[name]
+        else:
+            raise InputError(
+                f"space filter field {name!r} is not a config field; allowed: tile_m, tile_n, tile_k, "
+                + ", ".join(sorted(d)),
+                field=f"space.{name}",
+            )
+        if _norm(value) not in [_norm(a) for a in allowed]:
+            return False
+    return True
+
+
+@dataclass
+class SearchSpace:
+    """Legal configs of one workload (after the filter), with model estimates."""
+
+    model: Any
+    kernel: str
+    dtype: Any
+    problem: dict[str, Any]
+    device: Any = None
+    space_filter: dict[str, list[Any]] | None = None
+    streamk_twins: bool = True
+    configs: list[Any] = field(default_factory=list)
+    by_key: dict[str, Any] = field(default_factory=dict)
+    _estimates: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        seen: dict[str, Any] = {}
+        for cfg in self.model.enumerate(self.kernel, self.dtype, self.problem):
+            cfg = self._twin(cfg)
+            if not matches_filter(cfg, self.space_filter):
+                continue
+            seen.setdefault(config_key(cfg), cfg)
+        self.by_key = seen
+        self.configs = list(seen.values())
+
+    def _twin(self, cfg: Any) -> Any:
+        if not self.streamk_twins or not hasattr(cfg, "model_copy"):
+            return cfg
+        d = cfg.as_dict()
+        if d.get("schedule") == "cooperative" and d.get("tile_scheduler") == "persistent":
+            twin = cfg.model_copy(update={"tile_scheduler": "streamk"})
+            if self.model.check(twin, self.problem).valid:
+                return twin
+        return cfg
+
+    def __len__(self) -> int:
+        return len(self.configs)
+
+    def default(self) -> Any:
+        return self.model.default_config(self.kernel, self.dtype, self.problem)
+
+    def estimate(self, cfg: Any) -> float:
+        key = config_key(cfg)
+        if key not in self._estimates:
+            try:
+                self._estimates[key] = float(self.model.estimate_time_s(cfg, self.problem, self.device))
+            except Exception:  # noqa: BLE001 - a model that cannot estimate ranks the config last
+                self._estimates[key] = float("inf")
+        return self._estimates[key]
+
+    def ranked(self) -> list[Any]:
+        return sorted(self.configs, key=lambda c: (self.estimate(c), config_key(c)))
+
+    def neighbours(self, cfg: Any) -> list[Any]:
+        """Legal neighbours that are inside this (filtered) space."""
+        out = []
+        for n in self.model.neighbours(cfg):
+            n = self._twin(n)
+            key = config_key(n)
+            if key in self.by_key:
+                out.append(self.by_key[key])
+        return out
+
+    def check(self, cfg: Any) -> Any:
+        return self.model.check(cfg, self.problem)

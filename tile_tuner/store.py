@@ -1,0 +1,205 @@
+"""Embedded SQLite results store: nothing measured is measured twice, nothing measured is lost.
+
+Every measurement is one row keyed by everything that changes the result (target, device, toolchain
+and library versions, template version, kernel kind, dtype, layout, problem and config).  Rows are
+committed one at a time in WAL mode, so ``kill -9`` loses at most the measurement in flight and the
+next run resumes by looking keys up.  The client process is the single writer (the Dask runner sends
+results back to it); readers (``--replay``, reports) may open the file concurrently.
+
+Entry points for other backends: :meth:`ResultsStore.lookup` / :meth:`ResultsStore.record` with a
+:class:`MeasurementKey`; :meth:`ResultsStore.replay_lookup` for device-independent replay.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS measurements (
+    key TEXT PRIMARY KEY,
+    target TEXT, device TEXT, toolchain TEXT, library TEXT, template_version TEXT,
+    kernel TEXT, dtype TEXT, layout TEXT, problem TEXT, config_key TEXT, config TEXT,
+    status TEXT NOT NULL, reason TEXT,
+    time_ms REAL, time_min_ms REAL, time_max_ms REAL, tflops REAL,
+    runtime TEXT, result TEXT,
+    build_s REAL, run_s REAL, run_id TEXT, created REAL
+);
+CREATE INDEX IF NOT EXISTS m_replay ON measurements (target, kernel, dtype, layout, problem, config_key);
+CREATE TABLE IF NOT EXISTS runs (run_id TEXT PRIMARY KEY, started REAL, command TEXT, info TEXT);
+"""
+
+
+def canonical(obj: Any) -> str:
+    """Canonical JSON (sorted keys, no spaces): the form hashed into keys."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def problem_key(problem: dict[str, Any]) -> str:
+    """Shape part of a problem (dtype and layout are separate key columns)."""
+    return canonical({k: v for k, v in problem.items() if k not in ("dtype", "layout")})
+
+
+@dataclass(frozen=True)
+class MeasurementKey:
+    """Everything that changes a measurement."""
+
+    target: str
+    device: str
+    toolchain: str
+    library: str
+    template_version: str
+    kernel: str
+    dtype: str
+    layout: str
+    problem: str  # problem_key(...)
+    config_key: str  # canonical(config dict)
+
+    def digest(self) -> str:
+        return hashlib.sha256(canonical(asdict(self)).encode()).hexdigest()[:32]
+
+
+@dataclass
+class Measurement:
+    """One stored measurement (a compile config on one problem; its best run-time variant)."""
+
+    key: MeasurementKey
+    status: str  # ok | wrong_result | cannot_run | build_failed | timeout | crashed
+    reason: str = ""
+    time_ms: float | None = None
+    time_min_ms: float | None = None
+    time_max_ms: float | None = None
+    tflops: float | None = None
+    runtime: dict[str, Any] | None = None
+    result: dict[str, Any] | None = None  # the program's full JSON line (variants, stages, ...)
+    build_s: float = 0.0
+    run_s: float = 0.0
+    run_id: str = ""
+    created: float = 0.0
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return json.loads(self.key.config_key)
+
+
+class ResultsStore:
+    """Thread-safe wrapper around one SQLite file."""
+
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+        self.path = Path(path)
+        if readonly:
+            if not self.path.exists():
+                raise FileNotFoundError(self.path)
+            uri = f"file:{self.path.resolve()}?mode=ro"
+            self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+            self._db.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
+            self._db.commit()
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # ---- writing -------------------------------------------------------------------------------
+    def record(self, m: Measurement) -> None:
+        """Insert or replace one measurement and commit at once (crash safety)."""
+        k = m.key
+        row = (
+            k.digest(), k.target, k.device, k.toolchain, k.library, k.template_version, k.kernel,
+            k.dtype, k.layout, k.problem, k.config_key, m.status, m.reason, m.time_ms, m.time_min_ms,
+            m.time_max_ms, m.tflops, canonical(m.runtime or {}), canonical(m.result or {}), m.build_s,
+            m.run_s, m.run_id, m.created or time.time(),
+        )  # fmt: skip
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row
+            )
+            self._db.commit()
+
+    def record_run(self, run_id: str, command: str, info: dict[str, Any]) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO runs VALUES (?,?,?,?)", (run_id, time.time(), command, canonical(info))
+            )
+            self._db.commit()
+
+    # ---- reading -------------------------------------------------------------------------------
+    _COLS = (
+        "target, device, toolchain, library, template_version, kernel, dtype, layout, problem, config_key,"
+        " status, reason, time_ms, time_min_ms, time_max_ms, tflops, runtime, result, build_s, run_s,"
+        " run_id, created"
+    )
+
+    def _row_to_measurement(self, row: tuple[Any, ...]) -> Measurement:
+        key = MeasurementKey(*row[:10])
+        return Measurement(
+            key=key,
+            status=row[10],
+            reason=row[11] or "",
+            time_ms=row[12],
+            time_min_ms=row[13],
+            time_max_ms=row[14],
+            tflops=row[15],
+            runtime=json.loads(row[16] or "{}"),
+            result=json.loads(row[17] or "{}"),
+            build_s=row[18] or 0.0,
+            run_s=row[19] or 0.0,
+            run_id=row[20] or "",
+            created=row[21] or 0.0,
+        )
+
+    def lookup(self, key: MeasurementKey) -> Measurement | None:
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {self._COLS} FROM measurements WHERE key = ?", (key.digest(),)
+            ).fetchone()
+        return self._row_to_measurement(row) if row else None
+
+    def replay_lookup(
+        self, target: str, kernel: str, dtype: str, layout: str, problem: str, config_key: str
+    ) -> Measurement | None:
+        """A recorded measurement of this config on this problem, whatever device/toolchain recorded it
+        (newest first).  Used by ``--replay``."""
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {self._COLS} FROM measurements WHERE target=? AND kernel=? AND dtype=? AND layout=?"
+                " AND problem=? AND config_key=? ORDER BY created DESC LIMIT 1",
+                (target, kernel, dtype, layout, problem, config_key),
+            ).fetchone()
+        return self._row_to_measurement(row) if row else None
+
+    def all(self, **where: str) -> list[Measurement]:
+        clauses = " AND ".join(f"{k} = ?" for k in where)
+        sql = f"SELECT {self._COLS} FROM measurements" + (f" WHERE {clauses}" if clauses else "") + " ORDER BY created"
+        with self._lock:
+            rows = self._db.execute(sql, tuple(where.values())).fetchall()
+        return [self._row_to_measurement(r) for r in rows]
+
+    def problems(self, target: str, kernel: str, dtype: str) -> list[str]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT DISTINCT problem FROM measurements WHERE target=? AND kernel=? AND dtype=?",
+                (target, kernel, dtype),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def count(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM measurements").fetchone()[0])
