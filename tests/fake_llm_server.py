@@ -33,7 +33,9 @@ class FakeLLMServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
                     server.requests.append(body)
-                    reply = server.replies.pop(0) if server.replies else {"status": 500, "content": "no script"}
+                    reply = (
+                        server.replies.pop(0) if server.replies else {"status": 500, "content": "no script"}
+                    )
                 if reply.get("delay"):
                     time.sleep(float(reply["delay"]))
                 status = int(reply.get("status", 200))
@@ -41,7 +43,9 @@ class FakeLLMServer:
                     payload = {"error": {"message": reply.get("content", "error"), "type": "server_error"}}
                 else:
                     content = reply["content"]
-                    prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+                    prompt_tokens = sum(
+                        len(str(m.get("content", "")).split()) for m in body.get("messages", [])
+                    )
                     completion_tokens = len(content.split())
                     payload = {
                         "id": f"chatcmpl-{len(server.requests)}",
