@@ -154,20 +154,49 @@ class TritonExecutor:
         problems = [p for p in self.validate(source) if p.startswith("syntax")]
         if problems:
             return Evaluation(verdict="compile_error", message="; ".join(problems))
+        data = self._run_worker(
+            {"candidate_path": None, "seed": int(seed), "time_it": bool(time_it)}, [source]
+        )
+        if "verdict" in data and "entries" not in data:
+            return self._to_evaluation(data)
+        return Evaluation(verdict="runtime_error", message="unexpected worker reply")
+
+    def evaluate_side_by_side(self, sources: list[str], *, seed: int, rounds: int = 3) -> list[Evaluation]:
+        """Check every source against the oracle and time them interleaved in ONE worker process.
+
+        For final reports: the ratio of two kernels measured A B A B in one process is far less
+        exposed to drift than two measurements taken minutes apart.
+        """
+        if self.variant is None:
+            raise RuntimeError("call prepare() before evaluate_side_by_side()")
+        data = self._run_worker({"mode": "side_by_side", "seed": int(seed), "rounds": rounds}, sources)
+        if "entries" not in data:
+            return [self._to_evaluation(data) for _ in sources]
+        out = []
+        for entry in data["entries"]:
+            entry.setdefault("extra", {})["device_name"] = data.get("device_name")
+            out.append(self._to_evaluation(entry))
+        return out
+
+    def _run_worker(self, fields: dict[str, Any], sources: list[str]) -> dict[str, Any]:
+        """Write the job, start the worker in its own process group, enforce the timeout."""
+        assert self.variant is not None and self.kernel_path is not None and self.oracle_path is not None
         self._counter += 1
         job_dir = self._workdir / f"kp_job_{self._counter:04d}"
         job_dir.mkdir()
-        cand = job_dir / "kp_job_candidate.py"
-        cand.write_text(source, encoding="utf-8")
+        paths = []
+        for i, source in enumerate(sources):
+            cand = job_dir / f"kp_job_candidate_{i}.py"
+            cand.write_text(source, encoding="utf-8")
+            paths.append(str(cand))
         result_path = job_dir / "result.json"
         job = {
-            "candidate_path": str(cand),
+            "candidate_path": paths[0],
+            "candidate_paths": paths,
             "oracle_path": str(self.oracle_path),
             "oracle_kind": self.oracle_kind,
             "kernel_dir": str(self.kernel_path.parent),
             "variant": self.variant.as_dict(),
-            "seed": int(seed),
-            "time_it": bool(time_it),
             "device": self.device,
             "rtol": self.rtol,
             "atol": self.atol,
@@ -175,6 +204,7 @@ class TritonExecutor:
             "rep_ms": self.rep_ms,
             "result_path": str(result_path),
         }
+        job.update({k: v for k, v in fields.items() if k != "candidate_path"})
         job_path = job_dir / "job.json"
         job_path.write_text(json.dumps(job), encoding="utf-8")
         env = dict(os.environ)
@@ -192,21 +222,21 @@ class TritonExecutor:
             text=True,
             start_new_session=True,  # own process group: a timeout kills children too
         )
+        timeout = self.timeout_s * (len(sources) if fields.get("mode") == "side_by_side" else 1)
         try:
-            out, err = proc.communicate(timeout=self.timeout_s)
+            out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-            return Evaluation(verdict="timeout", message=f"no result within {self.timeout_s:.0f} s (killed)")
+            return {"verdict": "timeout", "message": f"no result within {timeout:.0f} s (killed)"}
         if not result_path.is_file():
             tail = (err or out or "").strip()[-2000:]
-            return Evaluation(
-                verdict="runtime_error",
-                message=f"worker crashed (exit code {proc.returncode}) without a result: {tail}",
-            )
-        data = json.loads(result_path.read_text(encoding="utf-8"))
-        return self._to_evaluation(data)
+            return {
+                "verdict": "runtime_error",
+                "message": f"worker crashed (exit code {proc.returncode}) without a result: {tail}",
+            }
+        return json.loads(result_path.read_text(encoding="utf-8"))
 
     def _to_evaluation(self, data: dict[str, Any]) -> Evaluation:
         timing = None

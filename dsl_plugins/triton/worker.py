@@ -356,10 +356,94 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         result["extra"]["arithmetic_intensity"] = flop / moved
     if device == "cuda":
         result["extra"]["device_name"] = torch.cuda.get_device_name()
+    result["extra"]["autotune_choice"] = autotuned_choices(cand_mod)
     if math.isnan(timing["median_ms"]):
         result["verdict"] = "runtime_error"
         result["message"] = "timing returned NaN"
     return result
+
+
+def autotuned_choices(module: Any) -> dict[str, str]:
+    """``{kernel: best config}`` for every ``@triton.autotune`` kernel of a module that has run."""
+    found = {}
+    for name, obj in vars(module).items():
+        best = getattr(obj, "best_config", None)
+        if best is not None and hasattr(obj, "configs"):
+            found[name] = str(best)
+    return found
+
+
+def run_side_by_side(job: dict[str, Any]) -> dict[str, Any]:
+    """Check several kernel files against the oracle, then time them interleaved in one process.
+
+    Interleaving (A B A B ...) spreads clock and thermal drift over all candidates, so their ratio is
+    measured side by side rather than minutes apart.
+    """
+    import torch
+
+    device = job["device"]
+    variant = job["variant"]
+    sys.path.insert(0, job["kernel_dir"])
+    if device == "cpu":
+        interpreter_autotune_timer()
+    oracle_mod = _load_module(job["oracle_path"], "kp_oracle")
+    oracle = build_model(torch, oracle_mod, variant, device)
+    inputs = make_inputs(torch, variant, job["seed"], device)
+    with torch.no_grad():
+        ref = oracle(*[t.clone() for t in inputs])
+    entries: list[dict[str, Any]] = []
+    models: list[Any] = []
+    modules: list[Any] = []
+    for i, path in enumerate(job["candidate_paths"]):
+        entry: dict[str, Any] = {"verdict": "runtime_error", "message": "", "extra": {}}
+        try:
+            mod = _load_module(path, f"kp_candidate_{i}")
+            model = build_model(torch, mod, variant, device)
+            copy_parameters(torch, oracle, model)
+            with torch.no_grad(), poisoned_allocations(torch):
+                got = model(*[t.clone() for t in inputs])
+                _sync(torch, device)
+            cmp = compare(torch, got, ref, job["rtol"], job["atol"])
+            entry.update(
+                verdict="correct" if cmp["ok"] else "incorrect",
+                message=cmp["message"],
+                max_abs_error=cmp.get("max_abs_error"),
+                max_rel_error=cmp.get("max_rel_error"),
+            )
+        except BaseException as exc:  # noqa: BLE001
+            entry.update(verdict=_classify(exc), message=_error_text(exc))
+            model, mod = None, None
+        entries.append(entry)
+        models.append(model if entry["verdict"] == "correct" else None)
+        modules.append(mod)
+    samples: list[list[float]] = [[] for _ in models]
+    with torch.no_grad():
+        for _ in range(job.get("rounds", 3)):
+            for i, model in enumerate(models):
+                if model is None:
+                    continue
+                t = time_forward(
+                    torch,
+                    lambda m=model: m(*inputs),
+                    device,
+                    job.get("warmup_ms", 25),
+                    job.get("rep_ms", 100),
+                )
+                samples[i].append(t["median_ms"])
+                entries[i]["interpreter"] = t["interpreter"]
+    for i, entry in enumerate(entries):
+        if samples[i]:
+            entry["timing"] = {
+                "median_ms": statistics.median(samples[i]),
+                "min_ms": min(samples[i]),
+                "max_ms": max(samples[i]),
+                "repetitions": len(samples[i]),
+                "interpreter": entry.pop("interpreter", False),
+            }
+            entry["extra"]["round_medians_ms"] = samples[i]
+        if modules[i] is not None:
+            entry["extra"]["autotune_choice"] = autotuned_choices(modules[i])
+    return {"entries": entries, "device_name": torch.cuda.get_device_name() if device == "cuda" else device}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -367,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     job_path = Path(argv[0])
     job = json.loads(job_path.read_text())
     try:
-        result = run_job(job)
+        result = run_side_by_side(job) if job.get("mode") == "side_by_side" else run_job(job)
     except BaseException as exc:  # noqa: BLE001 - the parent must always get a verdict
         result = {"verdict": "runtime_error", "message": "worker error: " + _error_text(exc), "extra": {}}
     Path(job["result_path"]).write_text(json.dumps(result, default=float))
