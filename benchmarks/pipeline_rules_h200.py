@@ -64,12 +64,14 @@ def faster(candidate: Evaluation, reference: Evaluation, noise: float) -> bool:
     return candidate.timing.median_ms < reference.timing.median_ms * (1.0 - noise)
 
 
-def optimize(name: str, device: str, variant: str, max_attempts: int) -> dict[str, Any]:
+def optimize(
+    name: str, device: str, variant: str, max_attempts: int, timeout_s: float | None = None
+) -> dict[str, Any]:
     folder = REPO / "examples" / name
     kernel = folder / f"{name}.py"
     spec = load_spec(folder / f"{name}.yaml")
     settings = load_settings(spec=spec.tolerance_settings(variant), env_file=None)
-    ex = TritonExecutor("triton", device, settings)
+    ex = TritonExecutor("triton", device, settings, timeout_s=timeout_s)
     ex.prepare(kernel, spec, variant)
     original = kernel.read_text()
     record: dict[str, Any] = {
@@ -160,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variant", default="bench-gpu")
     parser.add_argument("--examples", nargs="*", default=list(EXAMPLES))
     parser.add_argument("--max-attempts", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per worker process")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/pipeline_rules_h200.json")
     args = parser.parse_args(argv)
     results = {
@@ -178,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.examples:
         print(f"== {name}", flush=True)
         try:
-            rec = optimize(name, args.device, args.variant, args.max_attempts)
+            rec = optimize(name, args.device, args.variant, args.max_attempts, args.timeout)
         except Exception as exc:  # noqa: BLE001 - one failing example never kills the batch
             rec = {"example": name, "error": f"{type(exc).__name__}: {exc}"}
         results["examples"].append(rec)

@@ -212,9 +212,12 @@ def time_forward(torch: Any, fn: Any, device: str, warmup_ms: int, rep_ms: int) 
     else:
         import triton.testing
 
-        samples = [
-            float(x) for x in triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")
-        ]
+        try:
+            raw = triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")
+            samples = [float(x) for x in raw]
+        except (TypeError, ValueError, AssertionError):  # older Triton without return_mode="all"
+            raw = triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, quantiles=[0.5, 0.0, 1.0])
+            samples = [float(x) for x in raw]
         interpreter = False
     return {
         "median_ms": statistics.median(samples),
