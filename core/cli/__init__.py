@@ -22,6 +22,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plugins": ("kernelpilot.cli.plugins_cmd", "list discovered plugins, their hooks and availability"),
     "doctor": ("kernelpilot.cli.doctor_cmd", "check GPUs, compilers, headers and LLM configuration"),
     "new-dsl": ("kernelpilot.cli.new_dsl_cmd", "scaffold a pip-installable DSL plugin package"),
+    "optimize": (
+        "kernelpilot.cli.optimize_cmd",
+        "optimize a kernel: verified multi-stage pipeline (rules/llm/claude)",
+    ),
+    "skill": (
+        "kernelpilot.cli.skill_cmd",
+        "verified steps for agents: analyze, validate, benchmark, profile, trial",
+    ),
 }
 
 
