@@ -6,6 +6,7 @@ import shutil
 
 from kernelpilot.hookspecs import hookimpl
 from kernelpilot.plugin_types import PluginInfo
+from kernelpilot.dsl_plugins.sycl.tile_kernels import kp_tile_kernels  # noqa: F401
 
 
 @hookimpl

@@ -1,0 +1,201 @@
+"""The five sycl-tla tile-tunable kernels (``TileKernel`` contract of kernelpilot.tile_tuner.kernel_api).
+
+One class per kind; they share the build recipe (icpx flags from :mod:`.sycl_tla`) and differ in how
+they validate a workload, which template they render and how they pass sizes to the program.  All
+programs print one ``ProgramResult`` JSON line and exit 0 / 3 (cannot run) / 4 (wrong result).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from kernelpilot.dsl_plugins.sycl import problems, programs, sycl_tla
+from kernelpilot.errors import ToolMissingError
+from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram
+
+TEMPLATE_VERSION = "sycl-1"
+TIMING_KEYS = ("warmup", "iterations", "repetitions")
+
+
+def library_version_for_render() -> str:
+    """sycl-tla release baked into every program (and so into its output); 'not found' in dry runs
+    without headers -- the build recipe refuses to build then anyway."""
+    try:
+        tree = sycl_tla.find_sycl_tla()
+    except Exception:  # noqa: BLE001 - a broken tree is reported by build_recipe, not by render
+        tree = None
+    return tree.key() if tree else "sycl-tla (not found)"
+
+
+def _timing_args(runtime: dict[str, Any]) -> list[str]:
+    return [f"--{k}={int(runtime[k])}" for k in TIMING_KEYS if k in runtime]
+
+
+class SyclTileKernel:
+    """Shared parts: build recipe, rendering, environment."""
+
+    kind = ""
+    backend = "sycl"
+    targets = ("bmg", "pvc")
+    template_version = TEMPLATE_VERSION
+    runs_variants_in_one_process = False
+
+    def validate_problem(self, dims: dict[str, Any], dtype: Any, where: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def build_recipe(self, target: str, options: dict[str, Any]) -> BuildRecipe:
+        """icpx + sycl-tla flags for ``target``; with ``options['dry_run']`` missing tools are tolerated
+        (the recipe then names icpx and the headers that would be used) so a dry run can render."""
+        dry = bool(options.get("dry_run"))
+        aot = sycl_tla.aot_device(target, options)
+        tree = None
+        try:
+            tree = sycl_tla.require_sycl_tla(self.kind, options.get("sycl_tla_dir"))
+        except ToolMissingError:
+            if not dry:
+                raise
+            tree = sycl_tla.find_sycl_tla(options.get("sycl_tla_dir"))
+        icpx, banner = "icpx", ""
+        try:
+            icpx, banner = sycl_tla.require_icpx(options.get("icpx"))
+        except ToolMissingError:
+            if not dry:
+                raise
+        return BuildRecipe(
+            compiler=icpx,
+            language="CXX",
+            flags=sycl_tla.compile_flags(),
+            include_dirs=sycl_tla.include_dirs(tree, self.kind) if tree else (),
+            link_flags=sycl_tla.link_flags(aot),
+            env=sycl_tla.build_env(self.kind),
+            toolchain_version=banner,
+            library_version=tree.key() if tree else "sycl-tla (not found)",
+            memory_gb_per_job=6.0 if self.kind.startswith("fa_") else 4.0,
+            timeout_s=float(options.get("build_timeout_s", 900.0)),
+        )
+
+    def render(self, config: Any, problem: dict[str, Any], target: str) -> RenderedProgram:
+        sources = programs.render_program(self.kind, config, problem, target, library_version_for_render())
+        return RenderedProgram(target_name=self.kind, sources=sources)
+
+    def env(self) -> dict[str, str]:
+        return sycl_tla.runtime_env()
+
+    def runtime_variants(self, config: Any, problem: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{}]
+
+    def flops(self, problem: dict[str, Any]) -> float:
+        raise NotImplementedError
+
+
+class XeGemm(SyclTileKernel):
+    """Dense GEMM: bf16/f16/tf32/fp8 (fp32 accumulate) and s8/u8 (s32), row/column layouts,
+    default / persistent / stream-K / split-K schedules."""
+
+    kind = "gemm"
+
+    def validate_problem(self, dims: dict[str, Any], dtype: Any, where: str) -> dict[str, Any]:
+        return problems.validate_gemm(dims, dtype, where)
+
+    def runtime_variants(self, config: Any, problem: dict[str, Any]) -> list[dict[str, Any]]:
+        """Stream-K builds also run data-parallel; split-K builds try the splits the K extent allows."""
+        n = programs.normalized(self.kind, config, problem)
+        if n["schedule"] == "streamk":
+            return [{"mode": "streamk", "splits": 1}, {"mode": "dp", "splits": 1}]
+        if n["schedule"] == "splitk":
+            k_tiles = math.ceil(problem["K"] / n["wg"][2])
+            splits = [s for s in (2, 4, 8) if k_tiles >= 2 * s] or [2]
+            return [{"mode": "splitk", "splits": s} for s in splits]
+        return [{}]
+
+    def run_command(
+        self, binary: Path, problem: dict[str, Any], runtime: dict[str, Any]
+    ) -> tuple[list[str], dict[str, str]]:
+        argv = [str(binary), f"--m={problem['M']}", f"--n={problem['N']}", f"--k={problem['K']}"]
+        if "mode" in runtime:
+            argv += [f"--mode={runtime['mode']}", f"--splits={int(runtime.get('splits', 1))}"]
+        argv.append(f"--l2_mib={int(runtime.get('l2_mib', 64))}")
+        return argv + _timing_args(runtime), self.env()
+
+    def flops(self, problem: dict[str, Any]) -> float:
+        return 2.0 * problem["M"] * problem["N"] * problem["K"]
+
+
+class XeGroupedGemm(SyclTileKernel):
+    """Grouped GEMM (pointer-array, GroupScheduler): groups of different M, N, K in one launch."""
+
+    kind = "grouped_gemm"
+
+    def validate_problem(self, dims: dict[str, Any], dtype: Any, where: str) -> dict[str, Any]:
+        return problems.validate_grouped(dims, dtype, where)
+
+    def run_command(
+        self, binary: Path, problem: dict[str, Any], runtime: dict[str, Any]
+    ) -> tuple[list[str], dict[str, str]]:
+        shapes = ",".join(f"{m}x{n}x{k}" for m, n, k in problem["shapes"])
+        return [str(binary), f"--shapes={shapes}", *_timing_args(runtime)], self.env()
+
+    def flops(self, problem: dict[str, Any]) -> float:
+        return sum(2.0 * m * n * k for m, n, k in problem["shapes"])
+
+
+class XeMoeGemm(SyclTileKernel):
+    """MoE GEMM after sycl-tla example 12: experts with different token counts, one persistent launch."""
+
+    kind = "moe_gemm"
+
+    def validate_problem(self, dims: dict[str, Any], dtype: Any, where: str) -> dict[str, Any]:
+        return problems.validate_moe(dims, dtype, where)
+
+    def run_command(
+        self, binary: Path, problem: dict[str, Any], runtime: dict[str, Any]
+    ) -> tuple[list[str], dict[str, str]]:
+        tokens = ",".join(str(t) for t in problem["tokens_per_expert"])
+        argv = [str(binary), f"--n={problem['N']}", f"--k={problem['K']}", f"--tokens={tokens}"]
+        return argv + _timing_args(runtime), self.env()
+
+    def flops(self, problem: dict[str, Any]) -> float:
+        return sum(2.0 * t * problem["N"] * problem["K"] for t in problem["tokens_per_expert"])
+
+
+class XeFlashAttention(SyclTileKernel):
+    """Flash-attention-2 forward through sycl-tla's applications/flash_attention_v2."""
+
+    mode = "prefill"
+
+    def validate_problem(self, dims: dict[str, Any], dtype: Any, where: str) -> dict[str, Any]:
+        return problems.validate_fa(dims, dtype, where, self.mode)
+
+    def run_command(
+        self, binary: Path, problem: dict[str, Any], runtime: dict[str, Any]
+    ) -> tuple[list[str], dict[str, str]]:
+        argv = [
+            str(binary),
+            f"--batch={problem['batch']}",
+            f"--num_heads_q={problem['num_heads_q']}",
+            f"--num_heads_kv={problem['num_heads_kv']}",
+            f"--seq_qo={problem['seq_qo']}",
+            f"--seq_kv={problem['seq_kv']}",
+            f"--head_dim_qk={problem['head_dim_qk']}",
+            f"--head_dim_vo={problem['head_dim_vo']}",
+        ]
+        return argv + _timing_args(runtime), self.env()
+
+    def flops(self, problem: dict[str, Any]) -> float:
+        return problems.fa_flops(problem)
+
+
+class XeFlashAttentionPrefill(XeFlashAttention):
+    kind = "fa_prefill"
+    mode = "prefill"
+
+
+class XeFlashAttentionDecode(XeFlashAttention):
+    kind = "fa_decode"
+    mode = "decode"
+
+
+def all_kernels() -> list[SyclTileKernel]:
+    return [XeGemm(), XeGroupedGemm(), XeMoeGemm(), XeFlashAttentionPrefill(), XeFlashAttentionDecode()]
