@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import shutil
 
+from kernelpilot.dsl_plugins.sycl.targets import kp_target_models  # noqa: F401
+from kernelpilot.dsl_plugins.sycl.tile_kernels import kp_tile_kernels  # noqa: F401
 from kernelpilot.hookspecs import hookimpl
 from kernelpilot.plugin_types import PluginInfo
-from kernelpilot.dsl_plugins.sycl.tile_kernels import kp_tile_kernels  # noqa: F401
 
 
 @hookimpl
