@@ -97,13 +97,16 @@ def validate_fa_dims(dims: dict[str, Any], where: str, decode: bool) -> dict[str
     unknown = set(dims) - FA_KEYS - {"dtype"}
     if unknown:
         raise InputError(f"unknown dims {sorted(unknown)}; allowed: {sorted(FA_KEYS)}", field=f"{where}.dims")
-    required = ["batch", "num_heads_q", "seq_kv", "head_dim"] + ([] if decode else ["seq_qo"])
+    required = ["batch", "num_heads_q", "head_dim", "seq_kv" if decode else "seq_qo"]
     missing = [k for k in required if k not in dims]
     if missing:
         raise InputError(f"missing dims {missing}", field=f"{where}.dims")
     v = {k: _as_int(dims[k], f"{where}.dims.{k}") for k in FA_KEYS - {"causal"} if k in dims}
     v.setdefault("num_heads_kv", v["num_heads_q"])
-    v.setdefault("seq_qo", 1 if decode else v["seq_kv"])
+    if decode:
+        v.setdefault("seq_qo", 1)
+    else:
+        v.setdefault("seq_kv", v["seq_qo"])
     for k in ("batch", "num_heads_q", "num_heads_kv", "seq_qo", "seq_kv"):
         if not 1 <= v[k] <= MAX_SEQ:
             raise InputError(f"{k}={v[k]} out of range 1..{MAX_SEQ}", field=f"{where}.dims.{k}")

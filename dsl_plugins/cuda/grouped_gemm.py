@@ -12,7 +12,9 @@ Workload dims (``validate_problem``):
   ``dist`` (``uniform`` | ``loguniform``, default uniform), ``seed`` (default 0) and ``align``
   (multiple applied to generated N and K, default 8: TMA needs 16-byte rows).
 
-Layout is ``tn`` only: A row-major [M, K], B = an ``nn.Linear`` weight [N, K] (K-major), D row-major.
+Layout is ``rc`` only (A row-major [M, K], B column-major = an ``nn.Linear`` weight [N, K], D
+row-major; ``tn`` is accepted as an alias).  Groups with M = 0 (an expert without tokens) are dropped
+from ``groups`` (the kernel would skip them) and counted in ``empty_groups``.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ EPILOGUES = {"tma", "nosmem"}
 EPILOGUE_ALIASES = {
     "tma": "tma",
     "auto": "tma",
+    "tma_coop": "tma",
+    "tma_ws": "tma",
     "nosmem": "nosmem",
     "PtrArrayNoSmemWarpSpecialized": "nosmem",
     "NoSmemWarpSpecialized": "nosmem",
@@ -123,10 +127,12 @@ def normalize_gemm_config(config: Any) -> dict[str, Any]:
     if epilogue is None:
         raise ValueError(f"epilogue {c.get('epilogue')!r} unknown; allowed: {sorted(EPILOGUES)}")
     raw_epi = str(c.get("epilogue", "tma"))
-    if schedule == "pingpong" and "Cooperative" in raw_epi:
+    if schedule == "pingpong" and ("Cooperative" in raw_epi or raw_epi == "tma_coop"):
         raise ValueError("ping-pong mainloop with a cooperative epilogue gives wrong results (E3)")
-    if schedule == "cooperative" and raw_epi in ("TmaWarpSpecialized", "PtrArrayTmaWarpSpecializedPingpong"):
+    if schedule == "cooperative" and raw_epi in ("TmaWarpSpecialized", "PtrArrayTmaWarpSpecializedPingpong", "tma_ws"):
         raise ValueError("cooperative mainloop needs the cooperative TMA epilogue (E2)")
+    if str(c.get("tile_scheduler") or "persistent") != "persistent":
+        raise ValueError("grouped GEMM has only the group scheduler (no stream-K / split-K)")
     stages = c.get("stages") or 0
     return {
         "tile": tile,
@@ -249,9 +255,7 @@ def validate_grouped_dims(dims: dict[str, Any], where: str) -> dict[str, Any]:
         raise InputError(
             f"unknown dims {sorted(unknown)}; allowed: {sorted(GROUPED_KEYS)}", field=f"{where}.dims"
         )
-    layout = str(dims.get("layout", "tn")).lower()
-    if layout != "tn":
-        raise InputError(f"layout {layout!r} not supported; allowed: tn", field=f"{where}.dims.layout")
+    check_layout(dims, where)
     if "groups" in dims:
         extra = {"G", "M", "N", "K", "dist"} & set(dims)
         if extra:
@@ -260,7 +264,7 @@ def validate_grouped_dims(dims: dict[str, Any], where: str) -> dict[str, Any]:
                 field=f"{where}.dims",
             )
         groups = check_group_list(dims["groups"], f"{where}.dims")
-        return {"groups": groups, "layout": "tn", "source": {"kind": "explicit"}}
+        return grouped_problem(groups, {"kind": "explicit"})
     missing = [k for k in ("G", "M", "N", "K") if k not in dims]
     if missing:
         raise InputError(
@@ -284,7 +288,23 @@ def validate_grouped_dims(dims: dict[str, Any], where: str) -> dict[str, Any]:
     groups = check_group_list(groups, f"{where}.dims")
     source = {"kind": "generated", "G": count, "M": list(m), "N": list(n), "K": list(k)}
     source.update({"dist": dist, "seed": seed, "align": align})
-    return {"groups": groups, "layout": "tn", "source": source}
+    return grouped_problem(groups, source)
+
+
+def check_layout(dims: dict[str, Any], where: str) -> str:
+    layout = str(dims.get("layout", "rc")).lower()
+    if layout not in ("rc", "tn"):
+        raise InputError(
+            f"layout {layout!r} not supported; allowed: rc (A row-major, B = nn.Linear weight [N, K]; alias tn)",
+            field=f"{where}.dims.layout",
+        )
+    return "rc"
+
+
+def grouped_problem(groups: list[list[int]], source: dict[str, Any]) -> dict[str, Any]:
+    """Normalized problem: non-empty groups only (what the hw model and the program see)."""
+    kept = [g for g in groups if g[0] > 0]
+    return {"groups": kept, "empty_groups": len(groups) - len(kept), "layout": "rc", "source": source}
 
 
 def groups_flops(groups: list[list[int]]) -> float:
@@ -325,7 +345,9 @@ def render_grouped_program(kind: str, cfg: dict[str, Any], dtype: str) -> Render
     import jinja2
 
     text = resources.files("kernelpilot.cpp_templates").joinpath("cuda/grouped_gemm_sm90.cu.j2").read_text()
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env = jinja2.Environment(
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True
+    )
     kernel_schedule, tma_epilogue = SCHEDULES[cfg["schedule"]]
     epilogue = tma_epilogue if cfg["epilogue"] == "tma" else "cutlass::epilogue::PtrArrayNoSmemWarpSpecialized"
     public = {**cfg, "dtype": dtype}
@@ -344,6 +366,7 @@ def render_grouped_program(kind: str, cfg: dict[str, Any], dtype: str) -> Render
         rtol=RTOL[dtype],
         kernel_schedule=kernel_schedule,
         epilogue_schedule=epilogue,
+        epilogue=cfg["epilogue"],
     )
     name = f"{kind}_{dtype}_{config_label(cfg)}"
     return RenderedProgram(target_name=name, sources={f"{name}.cu": source})
@@ -357,6 +380,9 @@ class GroupedGemmKernel:
     backend = "cuda"
     targets = ("sm90",)
     template_version = TEMPLATE_VERSION
+    # like the dense GEMM program: all run-time variants of a config are measured in one process and
+    # the JSON line reports the best in ``runtime`` and each one in ``variants``
+    runs_variants_in_one_process = True
 
     def validate_problem(self, dims: dict[str, Any], dtype: Any, where: str) -> dict[str, Any]:
         problem = validate_grouped_dims(dict(dims), where)
@@ -376,6 +402,9 @@ class GroupedGemmKernel:
         self, binary: Path, problem: dict[str, Any], runtime: dict[str, Any]
     ) -> tuple[list[str], dict[str, str]]:
         argv = [str(binary), groups_arg(problem["groups"])]
+        variants = runtime.get("variants")
+        if variants:
+            argv.append("--variants=" + ",".join(f"{v.get('raster', 'M')}:{v.get('swizzle', 1)}" for v in variants))
         for key in ("raster", "swizzle", "warmup", "iters", "reps", "buffers", "seed", "verify_rows"):
             if key in runtime:
                 argv.append(f"--{key}={runtime[key]}")
@@ -391,3 +420,7 @@ class GroupedGemmKernel:
 
     def flops(self, problem: dict[str, Any]) -> float:
         return groups_flops(problem["groups"])
+
+    def min_bytes(self, problem: dict[str, Any]) -> float:
+        """Fewest bytes through device memory: every A, B read once and D written once (16-bit)."""
+        return float(sum(2 * (m * k + n * k + m * n) for m, n, k in problem["groups"]))

@@ -28,6 +28,8 @@ from kernelpilot.dsl_plugins.cuda.grouped_gemm import (
     GroupedGemmKernel,
     _as_int,
     check_group_list,
+    check_layout,
+    grouped_problem,
     normalize_dtype,
 )
 from kernelpilot.errors import InputError
@@ -77,9 +79,7 @@ def validate_moe_dims(dims: dict[str, Any], where: str) -> dict[str, Any]:
     unknown = set(dims) - MOE_KEYS
     if unknown:
         raise InputError(f"unknown dims {sorted(unknown)}; allowed: {sorted(MOE_KEYS)}", field=f"{where}.dims")
-    layout = str(dims.get("layout", "tn")).lower()
-    if layout != "tn":
-        raise InputError(f"layout {layout!r} not supported; allowed: tn", field=f"{where}.dims.layout")
+    check_layout(dims, where)
 
     def pick(name: str, alias: str) -> int:
         if name in dims and alias in dims:
@@ -135,10 +135,7 @@ def validate_moe_dims(dims: dict[str, Any], where: str) -> dict[str, Any]:
     else:
         counts = route_tokens(tokens, experts, top_k, routing, seed=seed, skew=skew)
     groups = check_group_list([[c, n, k] for c in counts], f"{where}.dims")
-    return {
-        "groups": groups,
-        "layout": "tn",
-        "source": {
+    problem = grouped_problem(groups, {
             "kind": "moe",
             "tokens": tokens,
             "experts": experts,
@@ -150,7 +147,10 @@ def validate_moe_dims(dims: dict[str, Any], where: str) -> dict[str, Any]:
             "seed": seed,
             **({"skew": skew} if routing == "skewed" else {}),
         },
-    }
+    )
+    # the hw model's MoE view (hw_models/problems.py moe_tokens / gemm_problems): per-expert tokens
+    problem.update({"num_experts": experts, "tokens": counts, "total_tokens": tokens, "top_k": top_k, "N": n, "K": k})
+    return problem
 
 
 class MoeGemmKernel(GroupedGemmKernel):

@@ -1,0 +1,138 @@
+"""Workloads and candidate configs for the CUDA grouped/MoE GEMM and Hopper FMHA benchmark (issue 6).
+
+Shared by ``cuda_kinds_build.py`` (renders and builds every candidate through the tuner's builder) and
+``cuda_kinds_bench.py`` (runs them on the H200 next to PyTorch).  Candidates for the GEMM kinds come
+from the sm90 hardware model: its legal space for each workload ranked by its cost model, the top
+ones pooled over the workloads (one binary serves every grouped shape), plus the model's library
+default.  The FMHA candidates are the tile/schedule pairs CUTLASS's example 88 instantiates per head
+dim (the sm90 model has no FMHA rules yet: docs/notes_for_A.md), the example's first one being the
+library default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelpilot.dsl_plugins.cuda.fmha import FmhaKernel
+from kernelpilot.dsl_plugins.cuda.grouped_gemm import GroupedGemmKernel, normalize_gemm_config
+from kernelpilot.dsl_plugins.cuda.moe_gemm import MoeGemmKernel
+
+DTYPE = "bf16"
+
+# Real-model shapes.  Grouped: variable-length requests through one projection (same N, K; M varies).
+GROUPED_WORKLOADS: dict[str, dict[str, Any]] = {
+    # Llama-3-8B MLP up/gate (hidden 4096 -> 14336), 8 requests of 256..2048 tokens
+    "llama3_8b_mlp_up_varlen8": {"G": 8, "M": [256, 2048], "N": 14336, "K": 4096, "seed": 1},
+    # Qwen3-8B MLP down (12288 -> 4096), 16 requests of 128..1024 tokens
+    "qwen3_8b_mlp_down_varlen16": {"G": 16, "M": [128, 1024], "N": 4096, "K": 12288, "seed": 2},
+    # gpt-oss-20b qkv projection (2880 -> 64*64 + 2*8*64 = 5120), 32 requests of 64..512 tokens
+    "gpt_oss_20b_qkv_varlen32": {"G": 32, "M": [64, 512], "N": 5120, "K": 2880, "seed": 3},
+    # groups that differ in M, N and K (only the torch.matmul loop can run this one)
+    "mixed_mnk_16": {"G": 16, "M": [128, 2048], "N": [1024, 8192], "K": [1024, 4096], "seed": 4},
+}
+MOE_WORKLOADS: dict[str, dict[str, Any]] = {
+    # Qwen3-30B-A3B: 128 experts, top-8, hidden 2048, expert intermediate 768
+    "qwen3_30b_a3b_gate_up": {"tokens": 4096, "experts": 128, "top_k": 8, "N": 1536, "K": 2048, "proj": "gate_up"},
+    "qwen3_30b_a3b_down": {"tokens": 4096, "experts": 128, "top_k": 8, "N": 2048, "K": 768, "proj": "down"},
+    # gpt-oss-20b: 32 experts, top-4, hidden 2880, intermediate 2880 (gate_up fused: 5760); skewed routing
+    "gpt_oss_20b_gate_up_skewed": {
+        "tokens": 4096, "experts": 32, "top_k": 4, "N": 5760, "K": 2880, "proj": "gate_up", "routing": "skewed",
+    },
+    # Mixtral-8x7B: 8 experts, top-2, hidden 4096, intermediate 14336
+    "mixtral_8x7b_down": {"tokens": 4096, "experts": 8, "top_k": 2, "N": 4096, "K": 14336, "proj": "down"},
+}  # fmt: skip
+FA_PREFILL_WORKLOADS: dict[str, dict[str, Any]] = {
+    "llama3_8b_prefill_4k": {"batch": 4, "num_heads_q": 32, "num_heads_kv": 8, "seq_qo": 4096, "head_dim": 128},
+    "qwen3_32b_prefill_8k": {"batch": 2, "num_heads_q": 64, "num_heads_kv": 8, "seq_qo": 8192, "head_dim": 128},
+    "gpt_oss_20b_prefill_4k": {"batch": 4, "num_heads_q": 64, "num_heads_kv": 8, "seq_qo": 4096, "head_dim": 64},
+}
+FA_DECODE_WORKLOADS: dict[str, dict[str, Any]] = {
+    "llama3_8b_decode_b64_kv4k": {"batch": 64, "num_heads_q": 32, "num_heads_kv": 8, "seq_kv": 4096, "head_dim": 128},
+    "qwen3_32b_decode_b32_kv8k": {"batch": 32, "num_heads_q": 64, "num_heads_kv": 8, "seq_kv": 8192, "head_dim": 128},
+    "gpt_oss_20b_decode_b64_kv4k": {"batch": 64, "num_heads_q": 64, "num_heads_kv": 8, "seq_kv": 4096, "head_dim": 64},
+}
+
+# examples/88_hopper_fmha/88_hopper_fmha.cu run_fwd_64 / run_fwd_128: (schedule, QO, KV); first = default
+FMHA_CANDIDATES: dict[tuple[str, int], list[dict[str, Any]]] = {
+    ("prefill", 128): [
+        {"schedule": "cooperative", "tile": [128, 128, 128]},
+        {"schedule": "pingpong", "tile": [128, 128, 128]},
+        {"schedule": "cooperative", "tile": [128, 64, 128]},
+    ],
+    ("prefill", 64): [
+        {"schedule": "tma", "tile": [64, 128, 64]},
+        {"schedule": "cooperative", "tile": [128, 64, 64]},
+        {"schedule": "pingpong", "tile": [128, 64, 64]},
+    ],
+    ("decode", 128): [
+        {"schedule": "cooperative", "tile": [128, 128, 128]},
+        {"schedule": "tma", "tile": [64, 128, 128]},
+        {"schedule": "cooperative", "tile": [128, 64, 128]},
+    ],
+    ("decode", 64): [
+        {"schedule": "tma", "tile": [64, 128, 64]},
+        {"schedule": "cooperative", "tile": [128, 64, 64]},
+    ],
+}
+GEMM_TOP_PER_WORKLOAD = 6
+GEMM_MAX_CANDIDATES = 8
+
+
+def kernels() -> dict[str, Any]:
+    return {
+        "grouped_gemm": GroupedGemmKernel(),
+        "moe_gemm": MoeGemmKernel(),
+        "fa_prefill": FmhaKernel("fa_prefill"),
+        "fa_decode": FmhaKernel("fa_decode"),
+    }
+
+
+def problems() -> dict[str, dict[str, dict[str, Any]]]:
+    """kind -> workload name -> normalized problem."""
+    ks = kernels()
+    table = {
+        "grouped_gemm": GROUPED_WORKLOADS,
+        "moe_gemm": MOE_WORKLOADS,
+        "fa_prefill": FA_PREFILL_WORKLOADS,
+        "fa_decode": FA_DECODE_WORKLOADS,
+    }
+    return {
+        kind: {name: ks[kind].validate_problem(dims, DTYPE, f"{kind}.{name}") for name, dims in wl.items()}
+        for kind, wl in table.items()
+    }
+
+
+def gemm_candidates(probs: dict[str, dict[str, dict[str, Any]]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(library default, candidates): the sm90 model's top-ranked legal configs pooled over workloads."""
+    from kernelpilot.targets import get_target_model
+
+    model = get_target_model("sm90")
+    default = model.default_config("grouped_gemm", DTYPE).as_dict()
+    score: dict[str, float] = {}
+    pool: dict[str, dict[str, Any]] = {}
+    for kind in ("grouped_gemm", "moe_gemm"):
+        for problem in probs[kind].values():
+            legal = list(model.enumerate("grouped_gemm", DTYPE, problem))
+            ranked = sorted(legal, key=lambda c: model.estimate_time_s(c, problem))
+            best = model.estimate_time_s(ranked[0], problem)
+            for c in ranked[:GEMM_TOP_PER_WORKLOAD]:
+                key = c.label()
+                pool[key] = c.as_dict()
+                # rank the pool by the worst predicted slowdown over the workloads it was chosen for
+                score[key] = max(score.get(key, 0.0), model.estimate_time_s(c, problem) / best)
+    ordered = sorted(pool, key=lambda k: score[k])
+    cands = [pool[k] for k in ordered[:GEMM_MAX_CANDIDATES]]
+    # diversity: the model's best ping-pong config (small groups favour ping-pong's overlap)
+    if not any(c["schedule"] == "pingpong" for c in cands):
+        p = next(iter(probs["moe_gemm"].values()))
+        pp = [c for c in model.enumerate("grouped_gemm", DTYPE, p) if c.schedule == "pingpong"]
+        if pp:
+            cands.append(min(pp, key=lambda c: model.estimate_time_s(c, p)).as_dict())
+    keys = {repr(normalize_gemm_config(c)) for c in cands}
+    if repr(normalize_gemm_config(default)) not in keys:
+        cands.insert(0, default)
+    return default, cands
+
+
+def fmha_candidates(kind: str, head_dim: int) -> list[dict[str, Any]]:
+    return FMHA_CANDIDATES[("prefill" if kind == "fa_prefill" else "decode", head_dim)]
