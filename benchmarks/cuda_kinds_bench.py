@@ -84,7 +84,7 @@ def torch_grouped(problem: dict[str, Any]) -> dict[str, Any]:
 
     def loop(b):
         xs, ws, os_ = b
-        return lambda: [torch.mm(x, w.t(), out=o) for x, w, o in zip(xs, ws, os_)]
+        return lambda: [torch.mm(x, w.t(), out=o) for x, w, o in zip(xs, ws, os_, strict=True)]
 
     out["torch_mm_loop"] = {"time_ms": time_cuda([loop(b) for b in bufs]), "buffers": nb}
     same_nk = len({(n, k) for _, n, k in groups}) == 1
@@ -107,7 +107,11 @@ def torch_grouped(problem: dict[str, Any]) -> dict[str, Any]:
             m0 = groups[0][0]
             err = (y[:m0].float() - (bufs[0][0][0] @ bufs[0][1][0].t()).float()).abs().max().item()
             fns = [(lambda x=x, w=w: torch._grouped_mm(x, w.transpose(-2, -1), offs=offs)) for x, w in gbufs]
-            out["torch_grouped_mm"] = {"time_ms": time_cuda(fns), "buffers": nb, "group0_max_abs_diff_vs_mm": err}
+            out["torch_grouped_mm"] = {
+                "time_ms": time_cuda(fns),
+                "buffers": nb,
+                "group0_max_abs_diff_vs_mm": err,
+            }
         except Exception as exc:  # noqa: BLE001 - record why PyTorch's path could not run
             out["torch_grouped_mm"] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
         del n, k
@@ -144,7 +148,9 @@ def torch_attention(problem: dict[str, Any]) -> dict[str, Any]:
             F.scaled_dot_product_attention(*bufs[0], is_causal=causal, enable_gqa=hq != hkv)
         gqa = hq != hkv
     except Exception as exc:  # noqa: BLE001
-        note = f"flash refused enable_gqa ({type(exc).__name__}); K/V expanded to {hq} heads outside the timing"
+        note = (
+            f"flash refused enable_gqa ({type(exc).__name__}); K/V expanded to {hq} heads outside the timing"
+        )
         bufs = [(q, k.repeat_interleave(hq // hkv, 1), v.repeat_interleave(hq // hkv, 1)) for q, k, v in bufs]
         gqa = False
 
@@ -162,7 +168,9 @@ def torch_attention(problem: dict[str, Any]) -> dict[str, Any]:
     return res
 
 
-def run_candidates(kernel, kind: str, problem: dict[str, Any], cands: list[tuple[dict, Path | None, str]]) -> list[dict]:
+def run_candidates(
+    kernel, kind: str, problem: dict[str, Any], cands: list[tuple[dict, Path | None, str]]
+) -> list[dict]:
     rows = []
     for cfg, binary, label in cands:
         row: dict[str, Any] = {"label": label, "config": cfg}
@@ -193,7 +201,9 @@ def tflops(flops: float, ms: float | None) -> float | None:
     return None if not ms else flops / (ms * 1e-3) / 1e12
 
 
-def summarize(kind: str, kernel, problem: dict[str, Any], rows: list[dict], torch_res: dict, default_label: str) -> dict:
+def summarize(
+    kind: str, kernel, problem: dict[str, Any], rows: list[dict], torch_res: dict, default_label: str
+) -> dict:
     flops = kernel.flops(problem)
     ok = [r for r in rows if r["status"] == "ok" and r.get("time_ms")]
     best = min(ok, key=lambda r: r["time_ms"]["median"]) if ok else None
@@ -218,7 +228,9 @@ def summarize(kind: str, kernel, problem: dict[str, Any], rows: list[dict], torc
         },
         "default": {"label": default_label, "time_ms": default_ms, "tflops": tflops(flops, default_ms)},
         "pytorch": {k: {"time_ms": t, "tflops": tflops(flops, t)} for k, t in torch_times.items()},
-        "pytorch_notes": {k: {kk: vv for kk, vv in v.items() if kk != "time_ms"} for k, v in torch_res.items()},
+        "pytorch_notes": {
+            k: {kk: vv for kk, vv in v.items() if kk != "time_ms"} for k, v in torch_res.items()
+        },
         "speedup_tuned_vs_default": (default_ms / tuned_ms) if tuned_ms and default_ms else None,
         "speedup_tuned_vs_best_pytorch": (torch_best / tuned_ms) if tuned_ms and torch_best else None,
         "tuned_ge_pytorch": (tuned_ms <= torch_best) if tuned_ms and torch_best else None,
@@ -241,7 +253,9 @@ def versions() -> dict[str, Any]:
         "cutlass": tree.version if tree else None,
         "python": platform.python_version(),
         "driver": subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
         ).stdout.strip(),
     }
 
@@ -261,7 +275,7 @@ def main() -> int:
     # build what the carried cache lacks (GEMM and FMHA recipes are separate batches)
     t0 = time.time()
     by_recipe: dict[str, list] = {}
-    for kind, label, cfg, item, _ in plan:
+    for kind, _label, _cfg, item, _ in plan:
         by_recipe.setdefault("grouped" if kind == "grouped_gemm" else "fmha", []).append((kind, item))
     build_status = {}
     for entries in by_recipe.values():
@@ -293,14 +307,20 @@ def main() -> int:
                 mask = "causal" if problem["causal"] else "nomask"
                 cands = []
                 for k, label, cfg, item, p in plan:
-                    if k == kind and p["head_dim"] == problem["head_dim"] and p["causal"] == problem["causal"]:
+                    if (
+                        k == kind
+                        and p["head_dim"] == problem["head_dim"]
+                        and p["causal"] == problem["causal"]
+                    ):
                         cands.append((cfg, cache.binary(item.cache_key), label))
                 first = common.fmha_candidates(kind, problem["head_dim"])[0]
                 default_label = (
                     f"{kind}_bf16_{mask}_{fmha_label(normalize_fmha_config(first, problem['head_dim']))}"
                 )
             rows = run_candidates(kernel, kind, problem, cands)
-            torch_res = torch_grouped(problem) if kind in ("grouped_gemm", "moe_gemm") else torch_attention(problem)
+            torch_res = (
+                torch_grouped(problem) if kind in ("grouped_gemm", "moe_gemm") else torch_attention(problem)
+            )
             summary = summarize(kind, kernel, problem, rows, torch_res, default_label)
             summary["problem"] = {k: v for k, v in problem.items() if k not in ("groups", "tokens")}
             if "groups" in problem:

@@ -60,7 +60,9 @@ def main() -> int:
     ap.add_argument("--cache", default=".e_carry/kp_cache")
     ap.add_argument("--work", default="/tmp/kp_cuda_kinds_build")
     ap.add_argument("--jobs", type=int, default=None)
-    ap.add_argument("--one-at-a-time", action="store_true", help="one build_batch call per program (short lock holds)")
+    ap.add_argument(
+        "--one-at-a-time", action="store_true", help="one build_batch call per program (short lock holds)"
+    )
     ap.add_argument("--only", default="", help="comma list of kinds to build")
     args = ap.parse_args()
     cache = BuildCache(args.cache)
@@ -71,9 +73,9 @@ def main() -> int:
     summary = []
     t0 = time.time()
     batches: dict[str, list] = {}
-    for kind, label, cfg, item, problem in items:
+    for kind, label, _cfg, item, _problem in items:
         batches.setdefault("grouped" if kind == "grouped_gemm" else "fmha", []).append((kind, label, item))
-    for group, entries in batches.items():
+    for entries in batches.values():
         kind0 = entries[0][0]
         recipe = ks[kind0].build_recipe("sm90", {})
         chunks = [[e] for e in entries] if args.one_at_a_time else [entries]
@@ -81,7 +83,15 @@ def main() -> int:
             outcomes = build_batch([e[2] for e in chunk], recipe, cache, Path(args.work), jobs=args.jobs)
             for kind, label, item in chunk:
                 o = outcomes[item.cache_key]
-                summary.append({"kind": kind, "label": label, "key": item.cache_key, "status": o.status, "message": o.message})
+                summary.append(
+                    {
+                        "kind": kind,
+                        "label": label,
+                        "key": item.cache_key,
+                        "status": o.status,
+                        "message": o.message,
+                    }
+                )
                 print(f"{time.time() - t0:7.1f}s {o.status:12s} {label} {o.message[:200]}", flush=True)
     Path(args.cache, "manifest.json").write_text(json.dumps(summary, indent=1))
     bad = [s for s in summary if s["status"] not in ("built", "cached")]
