@@ -5,6 +5,28 @@ A backend plugin (``cuda``, ``sycl``, or a third party) returns :class:`TileKern
 ``kp_target_models``) for legal configs, asks the kernel to render a program per config, builds the
 programs with CMake + ninja, runs each binary, and parses its single JSON line with
 :func:`parse_result_line`.  Both backends print the same JSON schema and use the same exit codes.
+
+Optional extensions (all backward compatible: the tuner uses ``getattr`` with a default, so a kernel
+without them keeps working; the CUDA GEMM in ``dsl_plugins/cuda/gemm.py`` implements all of them):
+
+* ``runs_variants_in_one_process: bool = False`` -- when True, the tuner calls ``run_command`` ONCE per
+  (config, problem) with ``runtime = {"variants": runtime_variants(...), **bench_args}``; the program
+  measures every run-time variant in one process and prints ONE JSON line whose ``runtime`` is the
+  fastest verified variant and whose extra field ``variants`` lists ``{runtime, status, time_ms,
+  tflops}`` per variant.  Any variant with a wrong result makes the line ``wrong_result`` (exit 4).
+  When False, ``run_command`` is called once per variant with that variant's dict merged into
+  ``runtime`` and the tuner keeps the fastest.
+* ``check_runtime() -> None`` -- called before the first build of a real (not dry-run, not replay)
+  run; raise ``ToolMissingError`` when the device or runtime is missing, so nothing is built in vain.
+* ``min_bytes(problem) -> float`` -- compulsory device-memory traffic, for the roofline plot.
+* ``build_recipe(target, options)`` receives ``options["dry_run"] = True`` for ``--dry-run``: it must
+  then return a recipe without requiring the compiler or the headers (use placeholders), because dry
+  runs work on machines with neither.  Other keys: ``build_timeout_s``, ``cutlass_dir``.
+* ``bench_args`` keys the tuner may put into ``runtime``: ``target_ms`` (timed ms per repetition),
+  ``reps``, ``seed``; a program may ignore the ones it does not support.
+
+Programs must verify before timing and print ``verification.passed``; a result the tuner computes above
+the device's peak is recorded as ``above_peak`` (an error), never as a record.
 """
 
 from __future__ import annotations

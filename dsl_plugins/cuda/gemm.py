@@ -195,6 +195,24 @@ class CutlassSm90Gemm:
             timeout_s=float(options.get("build_timeout_s", 900.0)),
         )
 
+    def check_runtime(self) -> None:
+        """Before the first build of a real run: is there an NVIDIA GPU to run the programs on?"""
+        import shutil
+        import subprocess
+
+        smi = shutil.which("nvidia-smi")
+        gpus = ""
+        if smi:
+            try:
+                gpus = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20).stdout.strip()
+            except (OSError, subprocess.TimeoutExpired):
+                gpus = ""
+        if not gpus:
+            raise ToolMissingError(
+                "no NVIDIA GPU found (nvidia-smi -L lists none): use --dry-run to render the programs, "
+                "or --replay STORE to tune from recorded measurements"
+            )
+
     def render(self, config: Any, problem: dict[str, Any], target: str) -> RenderedProgram:
         cfg = normalize(config_dict(config))
         src = render_source(cfg, problem.get("dtype", "bf16"), problem.get("layout", "rr"))

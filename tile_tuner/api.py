@@ -1,0 +1,136 @@
+"""Programmatic entry points of the tile tuner (the CLI, benchmarks and the Dask runner call these).
+
+``resolve(...)``: target model, tile kernel and device for a target name.
+``prepare_states(...)``: validates every workload (problem dims, legal space) before anything runs.
+``run_batch(...)``: the whole tune (or a dry run), returning the run document that
+:mod:`kernelpilot.tile_tuner.report` writes as JSON / CSV / tile_shapes / plots.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from kernelpilot.errors import InputError
+from kernelpilot.tile_tuner.engine import TuneEngine, TuneOptions, Workload, summarize_state
+from kernelpilot.tile_tuner.store import ResultsStore
+
+RUN_SCHEMA_VERSION = 1
+
+
+def get_tile_kernel(kind: str, target: str) -> Any:
+    """The registered TileKernel of ``kind`` serving ``target`` (from every plugin's kp_tile_kernels)."""
+    from kernelpilot.plugins import get_registry
+
+    kernels = get_registry().collect("kp_tile_kernels")
+    for k in kernels:
+        if k.kind == kind and target in k.targets:
+            return k
+    have = sorted({f"{k.kind} ({', '.join(k.targets)})" for k in kernels})
+    raise InputError(
+        f"no tile kernel {kind!r} for target {target!r}; registered: {', '.join(have) or 'none'}", field="kernel"
+    )
+
+
+def resolve_device(target: str, user_device: str | None) -> Any:
+    """Catalogue device: the user's choice, else the live GPU if it belongs to ``target``, else the
+    target's default device.  A target the user set is never overridden by what is plugged in."""
+    try:
+        from kernelpilot.hw_models.catalogue import detect_device, get_device
+    except ImportError:  # pragma: no cover - hw_models always ships
+        return None
+    if user_device:
+        return get_device(user_device)
+    try:
+        live = detect_device(None)
+    except Exception:  # noqa: BLE001 - probing must never break a run
+        live = None
+    if live is not None and getattr(live, "target", None) == target:
+        return live
+    try:
+        return detect_device(user_target=target)
+    except InputError:
+        return None
+
+
+@dataclass
+class Group:
+    target: str
+    kernel_kind: str
+    model: Any
+    kernel: Any
+    workloads: list[Workload]
+
+
+def plan_groups(target: str, workloads: list[Workload]) -> list[Group]:
+    from kernelpilot.targets import get_target_model
+
+    model = get_target_model(target)
+    groups: dict[str, Group] = {}
+    for w in workloads:
+        if w.kernel not in groups:
+            groups[w.kernel] = Group(target, w.kernel, model, get_tile_kernel(w.kernel, target), [])
+        groups[w.kernel].workloads.append(w)
+    return list(groups.values())
+
+
+def run_batch(
+    target: str,
+    workloads: list[Workload],
+    options: TuneOptions,
+    *,
+    dry_run: bool = False,
+    on_event: Callable[[str, dict[str, Any]], None] | None = None,
+    proposer_options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Tune (or plan) every workload; returns the run document."""
+    started = time.time()
+    device = resolve_device(target, options.device)
+    groups = plan_groups(target, workloads)
+    if dry_run:
+        from kernelpilot.tile_tuner.plan import dry_run as do_dry_run
+
+        return do_dry_run(groups, options, device)
+    store = ResultsStore(options.store_path)
+    engines: list[tuple[Group, TuneEngine, list[Any]]] = []
+    # validate everything (dims, spaces, proposers, toolchain) before the first build
+    for g in groups:
+        engine = TuneEngine(
+            g.model, g.kernel, target, options, store, device=device, on_event=on_event, proposer_options=proposer_options
+        )
+        states = [engine.make_state(w) for w in g.workloads]
+        for s in states:
+            if len(s.space) == 0:
+                raise InputError(
+                    f"{s.workload.source or s.workload.name}: the legal space is empty (after the space filter)",
+                    field="space",
+                )
+        engines.append((g, engine, states))
+    results: list[dict[str, Any]] = []
+    backend_info: dict[str, Any] = {}
+    for g, engine, states in engines:
+        engine.run(g.workloads, states)
+        backend_info = {
+            "backend": engine.backend.name,
+            "device_name": engine.backend.device_name,
+            "toolchain": engine.backend.toolchain,
+            "library": engine.backend.library,
+            "template_version": g.kernel.template_version,
+            "run_id": engine.run_id,
+        }
+        results += [summarize_state(s, target, device, g.kernel) for s in states]
+    store.close()
+    return {
+        "schema_version": RUN_SCHEMA_VERSION,
+        "command": options.command,
+        "target": target,
+        "device": getattr(device, "name", None),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "wall_s": round(time.time() - started, 2),
+        "store": str(options.store_path),
+        "replay": str(options.replay) if options.replay else None,
+        **backend_info,
+        "workloads": results,
+    }

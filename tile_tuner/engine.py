@@ -1,0 +1,563 @@
+"""The tuning loop: propose -> check -> build (CMake + ninja, cached) -> benchmark -> feed back.
+
+Workloads that share a target and kernel kind are tuned together in *rounds*: every active workload's
+proposer proposes a batch, the union of their programs is built in one ninja project (a binary serves
+every shape, so configs shared by several workloads are built once), then each workload's configs are
+benchmarked serially on the GPU.  For speculative proposers (exhaustive, random) the next round is
+built while the current one is benchmarked.  The library default config of each workload is always
+measured first.  Each measurement is committed to the results store at once, so a killed run resumes
+where it stopped; configs already in the store are not measured again unless ``remeasure``.
+
+Backends: :class:`LocalBackend` (real builds and runs), :class:`ReplayBackend` (measurements served
+from a recorded store, nothing built or run).  Dry runs are in :mod:`kernelpilot.tile_tuner.plan`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from kernelpilot.tile_tuner.builder import BuildCache, BuildItem, BuildOutcome, build_batch
+from kernelpilot.tile_tuner.proposers import History, Observation, make_proposer
+from kernelpilot.tile_tuner.runner import run_program
+from kernelpilot.tile_tuner.space import SearchSpace, config_key, config_label
+from kernelpilot.tile_tuner.store import Measurement, MeasurementKey, ResultsStore, canonical, problem_key
+
+FAILED_STATUSES = ("build_failed", "timeout", "cannot_run", "wrong_result", "crashed", "above_peak")
+
+
+@dataclass
+class Workload:
+    """One problem to tune (validated by the batch loader)."""
+
+    name: str
+    kernel: str
+    dtype: str
+    dims: dict[str, Any]
+    target: str
+    proposer: str = "model"
+    budget_configs: int = 16
+    patience: int | None = None
+    space_filter: dict[str, list[Any]] | None = None
+    seed: int = 0
+    source: str = ""  # "file.yaml: workloads[3]" for messages
+
+
+@dataclass
+class TuneOptions:
+    out_dir: Path
+    store_path: Path
+    cache_dir: Path
+    jobs: int | None = None
+    batch_size: int | None = None
+    budget_minutes: float | None = None
+    remeasure: bool = False
+    replay: Path | None = None
+    run_timeout_s: float = 120.0
+    build_timeout_s: float = 900.0
+    device: str | None = None
+    bench_args: dict[str, Any] = field(default_factory=dict)
+    kernel_options: dict[str, Any] = field(default_factory=dict)
+    streamk_twins: bool = True
+    command: str = ""
+
+
+@dataclass
+class Tried:
+    """One config tried for one workload (what the run JSON lists)."""
+
+    config: dict[str, Any]
+    label: str
+    status: str
+    reason: str = ""
+    time_ms: float | None = None
+    tflops: float | None = None
+    runtime: dict[str, Any] | None = None
+    source: str = "measured"  # measured | store | replay
+    is_default: bool = False
+    order: int = 0
+    build_s: float = 0.0
+    run_s: float = 0.0
+    variants: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class WorkloadState:
+    workload: Workload
+    problem: dict[str, Any]
+    space: SearchSpace
+    proposer: Any
+    kernel: Any
+    history: History = field(default_factory=History)
+    tried: list[Tried] = field(default_factory=list)
+    default_key: str = ""
+    default_cfg: Any = None
+    done: bool = False
+    stop_reason: str = ""
+    propose_s: float = 0.0
+    build_s: float = 0.0
+    bench_s: float = 0.0
+    best_trace: list[float | None] = field(default_factory=list)  # best-so-far after each measurement
+
+    @property
+    def measured(self) -> int:
+        return len(self.tried)
+
+    def best(self) -> Tried | None:
+        ok = [t for t in self.tried if t.status == "ok" and t.time_ms]
+        return min(ok, key=lambda t: t.time_ms) if ok else None  # type: ignore[arg-type, return-value]
+
+
+@dataclass
+class RoundItem:
+    state: WorkloadState
+    config: Any
+    key: str
+    build: BuildItem | None  # None: served from the store / replay
+    stored: Measurement | None = None
+
+
+@dataclass
+class Round:
+    items: list[RoundItem]
+    future: Future | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# backends
+
+
+class LocalBackend:
+    """Builds with CMake + ninja into the content cache and runs binaries on the local GPU."""
+
+    name = "local"
+
+    def __init__(self, kernel: Any, target: str, options: TuneOptions) -> None:
+        self.kernel = kernel
+        self.target = target
+        self.options = options
+        self.recipe = kernel.build_recipe(target, {**options.kernel_options, "build_timeout_s": options.build_timeout_s})
+        check = getattr(kernel, "check_runtime", None)
+        if check is not None:  # optional TileKernel method: raise ToolMissingError before any build
+            check()
+        self.cache = BuildCache(options.cache_dir)
+        self.device_name = detect_device_name(options.device)
+        self.toolchain = self.recipe.toolchain_version
+        self.library = self.recipe.library_version
+
+    def build(self, items: list[BuildItem]) -> dict[str, BuildOutcome]:
+        return build_batch(
+            items,
+            self.recipe,
+            self.cache,
+            self.options.out_dir / "build",
+            jobs=self.options.jobs,
+            timeout_s=self.options.build_timeout_s,
+        )
+
+    def measure(self, item: RoundItem, outcome: BuildOutcome | None) -> tuple[str, str, dict[str, Any] | None, float]:
+        state = item.state
+        if outcome is None or outcome.binary is None:
+            status = outcome.status if outcome else "build_failed"
+            return status, (outcome.message if outcome else "no build outcome"), None, 0.0
+        variants = state.kernel.runtime_variants(item.config, state.problem)
+        runtime: dict[str, Any] = dict(self.options.bench_args)
+        if getattr(state.kernel, "runs_variants_in_one_process", False):
+            runtime["variants"] = variants
+            argv, env = state.kernel.run_command(outcome.binary, state.problem, runtime)
+            run = run_program(argv, env, self.options.run_timeout_s)
+            return run.status, run.message, run.raw or None, run.seconds
+        # one process per variant: keep the fastest verified one, any failure fails the config
+        best: dict[str, Any] | None = None
+        seconds = 0.0
+        all_raw: list[dict[str, Any]] = []
+        for variant in variants:
+            argv, env = state.kernel.run_command(outcome.binary, state.problem, {**runtime, **variant})
+            run = run_program(argv, env, self.options.run_timeout_s)
+            seconds += run.seconds
+            if run.status != "ok":
+                return run.status, run.message, run.raw or None, seconds
+            all_raw.append(run.raw)
+            if best is None or run.raw["time_ms"]["median"] < best["time_ms"]["median"]:
+                best = run.raw
+        if best is None:
+            return "cannot_run", "no run-time variant", None, seconds
+        best = dict(best)
+        best["variants"] = [{"runtime": r.get("runtime"), "status": r["status"], "time_ms": r.get("time_ms")} for r in all_raw]
+        return "ok", "", best, seconds
+
+
+class ReplayBackend:
+    """Serves measurements from a store recorded on real hardware; builds and runs nothing."""
+
+    name = "replay"
+
+    def __init__(self, kernel: Any, target: str, options: TuneOptions) -> None:
+        assert options.replay is not None
+        self.kernel = kernel
+        self.target = target
+        self.options = options
+        self.replay = ResultsStore(options.replay, readonly=True)
+        self.device_name = "replay"
+        self.toolchain = "replay"
+        self.library = "replay"
+
+    def build(self, items: list[BuildItem]) -> dict[str, BuildOutcome]:
+        return {}
+
+    def lookup(self, item: RoundItem) -> Measurement | None:
+        st = item.state
+        return self.replay.replay_lookup(
+            self.target, st.workload.kernel, st.problem["dtype"], st.problem.get("layout", ""), problem_key(st.problem), item.key
+        )
+
+    def measure(self, item: RoundItem, outcome: BuildOutcome | None) -> tuple[str, str, dict[str, Any] | None, float]:
+        m = self.lookup(item)
+        if m is None:
+            return "not_recorded", "config not in the replay store", None, 0.0
+        result = dict(m.result or {})
+        result.setdefault("time_ms", {"median": m.time_ms, "min": m.time_min_ms, "max": m.time_max_ms, "repetitions": 1})
+        result["replayed_from"] = {"device": m.key.device, "toolchain": m.key.toolchain, "library": m.key.library}
+        return m.status, m.reason, result, m.run_s
+
+
+def detect_device_name(user_device: str | None) -> str:
+    """The GPU's name for result keys: the user's choice wins, else nvidia-smi, else 'unknown'."""
+    if user_device:
+        return user_device
+    import shutil
+    import subprocess
+
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run(
+                [smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
+            )
+            name = out.stdout.strip().splitlines()[0].strip() if out.stdout.strip() else ""
+            if name:
+                return name
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return "unknown"
+
+
+# --------------------------------------------------------------------------------------------------
+# the loop
+
+
+class TuneEngine:
+    """Tunes a group of workloads that share target and kernel kind."""
+
+    def __init__(
+        self,
+        target_model: Any,
+        kernel: Any,
+        target: str,
+        options: TuneOptions,
+        store: ResultsStore,
+        *,
+        device: Any = None,
+        on_event: Callable[[str, dict[str, Any]], None] | None = None,
+        proposer_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.model = target_model
+        self.kernel = kernel
+        self.target = target
+        self.options = options
+        self.store = store
+        self.device = device
+        self.on_event = on_event or (lambda kind, data: None)
+        self.proposer_options = proposer_options or {}
+        self.backend: Any = (ReplayBackend if options.replay else LocalBackend)(kernel, target, options)
+        self.run_id = uuid.uuid4().hex[:12]
+        self.deadline = time.time() + options.budget_minutes * 60 if options.budget_minutes else None
+        self.started = time.time()
+
+    # ---- setup ------------------------------------------------------------------------------
+    def make_state(self, w: Workload) -> WorkloadState:
+        problem = self.kernel.validate_problem(w.dims, w.dtype, w.source or w.name)
+        space = SearchSpace(
+            self.model, w.kernel, problem["dtype"], problem, self.device, w.space_filter, self.options.streamk_twins
+        )
+        proposer = make_proposer(w.proposer, space, w.seed, device=self.device, **self.proposer_options)
+        state = WorkloadState(workload=w, problem=problem, space=space, proposer=proposer, kernel=self.kernel)
+        default = space.default()
+        state.default_cfg = default
+        state.default_key = config_key(default)
+        return state
+
+    # ---- helpers ----------------------------------------------------------------------------
+    def _key(self, state: WorkloadState, cfg_key: str) -> MeasurementKey:
+        return MeasurementKey(
+            target=self.target,
+            device=self.backend.device_name,
+            toolchain=self.backend.toolchain,
+            library=self.backend.library,
+            template_version=self.kernel.template_version,
+            kernel=state.workload.kernel,
+            dtype=state.problem["dtype"],
+            layout=str(state.problem.get("layout", "")),
+            problem=problem_key(state.problem),
+            config_key=cfg_key,
+        )
+
+    def _out_of_time(self) -> bool:
+        return self.deadline is not None and time.time() >= self.deadline
+
+    def _active(self, states: list[WorkloadState]) -> list[WorkloadState]:
+        for s in states:
+            if s.done:
+                continue
+            if s.measured + len(s.history.pending) >= s.workload.budget_configs:
+                if not s.history.pending:
+                    s.done, s.stop_reason = True, f"budget of {s.workload.budget_configs} configs reached"
+                continue
+        return [s for s in states if not s.done]
+
+    def _converged(self, s: WorkloadState) -> bool:
+        p = s.workload.patience
+        if not p or len(s.best_trace) <= p:
+            return False
+        before, now = s.best_trace[-p - 1], s.best_trace[-1]
+        return before is not None and now is not None and now > before * 0.995
+
+    # ---- rounds -----------------------------------------------------------------------------
+    def _start_round(self, states: list[WorkloadState]) -> Round | None:
+        if self._out_of_time():
+            for s in states:
+                if not s.done:
+                    s.done, s.stop_reason = True, "time budget reached"
+            return None
+        items: list[RoundItem] = []
+        for s in self._active(states):
+            room = s.workload.budget_configs - s.measured - len(s.history.pending)
+            if room <= 0:
+                continue
+            t0 = time.time()
+            configs: list[Any] = []
+            if not s.tried and s.default_key not in s.history.pending:
+                configs.append(s.default_cfg)  # the library default is always measured first
+                s.history.pending.add(s.default_key)
+                room -= 1
+            n = min(room, self.options.batch_size or self._default_batch())
+            if n > 0:
+                configs += s.proposer.propose(n, s.history)
+            s.propose_s += time.time() - t0
+            if not configs and not s.history.pending:
+                s.done, s.stop_reason = True, "proposer has nothing left to propose"
+                continue
+            for cfg in configs:
+                key = config_key(cfg)
+                s.history.pending.add(key)
+                item = RoundItem(state=s, config=cfg, key=key, build=None)
+                if not self.options.remeasure and not self.options.replay:
+                    item.stored = self.store.lookup(self._key(s, key))
+                if item.stored is None and not self.options.replay:
+                    program = self.kernel.render(cfg, s.problem, self.target)
+                    item.build = BuildItem.create(
+                        program, self.backend.recipe, self.kernel.template_version, config_label(cfg)
+                    )
+                items.append(item)
+        if not items:
+            return None
+        rnd = Round(items=items)
+        builds = [i.build for i in items if i.build is not None]
+        self.on_event("round", {"configs": len(items), "builds": len({b.cache_key for b in builds})})
+        rnd.future = self._pool.submit(self.backend.build, builds) if builds else None
+        return rnd
+
+    def _default_batch(self) -> int:
+        jobs = self.options.jobs
+        if jobs is None:
+            from kernelpilot.tile_tuner.builder import default_jobs
+
+            recipe = getattr(self.backend, "recipe", None)
+            jobs = default_jobs(recipe.memory_gb_per_job) if recipe else 8
+        return max(4, jobs)
+
+    def _finish_round(self, rnd: Round) -> None:
+        t0 = time.time()
+        outcomes: dict[str, BuildOutcome] = rnd.future.result() if rnd.future else {}
+        build_wait = time.time() - t0
+        per_state: dict[int, int] = {}
+        for item in rnd.items:
+            per_state[id(item.state)] = per_state.get(id(item.state), 0) + 1
+        for item in rnd.items:
+            s = item.state
+            s.build_s += build_wait / max(1, len(per_state)) / per_state[id(s)]
+            if item.stored is not None:
+                self._observe(item, item.stored, source="store")
+                continue
+            if self._out_of_time():
+                s.history.pending.discard(item.key)
+                s.done, s.stop_reason = True, "time budget reached"
+                continue
+            outcome = outcomes.get(item.build.cache_key) if item.build else None
+            t1 = time.time()
+            status, reason, raw, run_s = self.backend.measure(item, outcome)
+            s.bench_s += time.time() - t1
+            if status == "not_recorded":
+                s.history.pending.discard(item.key)
+                s.history.observations.append(Observation(item.key, item.config, None, status))
+                continue
+            m = self._to_measurement(item, status, reason, raw, run_s, outcome)
+            self.store.record(m)
+            self._observe(item, m, source="replay" if self.options.replay else "measured")
+
+    def _to_measurement(
+        self, item: RoundItem, status: str, reason: str, raw: dict[str, Any] | None, run_s: float, outcome: BuildOutcome | None
+    ) -> Measurement:
+        s = item.state
+        time_ms = tmin = tmax = tflops = None
+        runtime = None
+        if raw and status == "ok" and raw.get("time_ms"):
+            time_ms = raw["time_ms"]["median"]
+            tmin, tmax = raw["time_ms"].get("min"), raw["time_ms"].get("max")
+            tflops = self.kernel.flops(s.problem) / (time_ms * 1e-3) / 1e12
+            runtime = raw.get("runtime")
+            peak = self._peak()
+            if peak and tflops > peak * 1.02:
+                status = "above_peak"
+                reason = f"{tflops:.1f} TFLOP/s is above the device peak {peak:.1f}: measurement error"
+        return Measurement(
+            key=self._key(s, item.key),
+            status=status,
+            reason=reason,
+            time_ms=time_ms,
+            time_min_ms=tmin,
+            time_max_ms=tmax,
+            tflops=tflops,
+            runtime=runtime,
+            result=raw,
+            build_s=outcome.seconds if outcome else 0.0,
+            run_s=run_s,
+            run_id=self.run_id,
+        )
+
+    def _peak(self) -> float | None:
+        dev = self.device
+        if dev is None:
+            return None
+        try:
+            return float(dev.peak(self._dtype_for_peak))
+        except Exception:  # noqa: BLE001
+            return None
+
+    _dtype_for_peak = "bf16"
+
+    def _observe(self, item: RoundItem, m: Measurement, source: str) -> None:
+        s = item.state
+        s.history.pending.discard(item.key)
+        ok = m.status == "ok" and m.time_ms is not None
+        s.history.observations.append(Observation(item.key, item.config, m.time_ms if ok else None, m.status))
+        variants = list((m.result or {}).get("variants") or [])
+        t = Tried(
+            config=item.config.as_dict() if hasattr(item.config, "as_dict") else dict(item.config),
+            label=config_label(item.config),
+            status=m.status,
+            reason=m.reason,
+            time_ms=m.time_ms if ok else None,
+            tflops=m.tflops if ok else None,
+            runtime=m.runtime,
+            source=source,
+            is_default=item.key == s.default_key,
+            order=len(s.tried),
+            build_s=m.build_s,
+            run_s=m.run_s,
+            variants=variants,
+        )
+        s.tried.append(t)
+        best = s.best()
+        s.best_trace.append(best.time_ms if best else None)
+        self.on_event("measured", {"workload": s.workload.name, "tried": t})
+        if self._converged(s):
+            s.done, s.stop_reason = True, f"converged (no gain over the last {s.workload.patience} configs)"
+
+    # ---- main -------------------------------------------------------------------------------
+    def run(self, workloads: list[Workload], states: list[WorkloadState] | None = None) -> list[WorkloadState]:
+        states = states or [self.make_state(w) for w in workloads]
+        self.store.record_run(self.run_id, self.options.command, {"target": self.target, "workloads": [w.name for w in workloads]})
+        speculative = all(getattr(s.proposer, "speculative", False) for s in states)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            self._pool = pool
+            inflight = self._start_round(states)
+            while inflight is not None:
+                nxt = self._start_round(states) if speculative else None
+                self._finish_round(inflight)
+                inflight = nxt if nxt is not None else self._start_round(states)
+        for s in states:
+            if not s.done:
+                s.done = True
+                s.stop_reason = s.stop_reason or "finished"
+        return states
+
+    _pool: ThreadPoolExecutor
+
+
+def tflops_of(kernel: Any, problem: dict[str, Any], time_ms: float | None) -> float | None:
+    if not time_ms or not math.isfinite(time_ms):
+        return None
+    return kernel.flops(problem) / (time_ms * 1e-3) / 1e12
+
+
+def summarize_state(s: WorkloadState, target: str, device: Any, kernel: Any) -> dict[str, Any]:
+    """Per-workload part of the run JSON."""
+    best = s.best()
+    default = next((t for t in s.tried if t.is_default), None)
+    peak = None
+    if device is not None:
+        try:
+            peak = float(device.peak(s.problem["dtype"]))
+        except Exception:  # noqa: BLE001
+            peak = None
+    flops = kernel.flops(s.problem)
+    min_bytes = kernel.min_bytes(s.problem) if hasattr(kernel, "min_bytes") else None
+    disagreements = [
+        {"label": t.label, "config": t.config, "status": t.status, "reason": t.reason}
+        for t in s.tried
+        if t.status in FAILED_STATUSES
+    ]
+    return {
+        "name": s.workload.name,
+        "kernel": s.workload.kernel,
+        "dims": {k: v for k, v in s.problem.items() if k not in ("dtype",)},
+        "dtype": s.problem["dtype"],
+        "target": target,
+        "device": getattr(device, "name", None),
+        "proposer": s.workload.proposer,
+        "space_size": len(s.space),
+        "flops": flops,
+        "min_bytes": min_bytes,
+        "best": None
+        if best is None
+        else {
+            "config": best.config,
+            "label": best.label,
+            "runtime": best.runtime,
+            "time_ms": best.time_ms,
+            "tflops": best.tflops,
+            "pct_of_peak": (100.0 * best.tflops / peak) if (peak and best.tflops) else None,
+        },
+        "default": None
+        if default is None
+        else {"config": default.config, "label": default.label, "status": default.status, "time_ms": default.time_ms, "tflops": default.tflops},
+        "speedup_vs_default": (default.time_ms / best.time_ms) if (best and default and default.time_ms) else None,
+        "measured_configs": s.measured,
+        "best_trace_ms": s.best_trace,
+        "stop_reason": s.stop_reason,
+        "model_disagreements": disagreements,
+        "invalid_proposals": s.history.invalid,
+        "tried": [t.__dict__ for t in s.tried],
+        "time_s": {"propose": round(s.propose_s, 3), "build_wait": round(s.build_s, 3), "benchmark": round(s.bench_s, 3)},
+        "peak_tflops": peak,
+    }
+
+
+def canonical_problem(problem: dict[str, Any]) -> str:
+    return canonical(problem)
