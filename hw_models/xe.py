@@ -414,22 +414,12 @@ class XeModel(TargetModel):
 
     def _check_explicit_atom(self, cfg: XeGemmConfig, atom: DpasAtom, out: Collector) -> None:
         pair = (atom.type_a, atom.type_b)
+        mixed_legacy = atom.legacy and cfg.dtype.a != cfg.dtype.b
         if atom.legacy:
             out.require(
                 pair in LEGACY_AB,
                 "xe.atom_types",
                 f"legacy atom {cfg.mma_atom} does not exist (mma_xe_legacy.hpp)",
-            )
-            # MainloopIntelXeXMX16 requires ElementA == ElementB (xe_mma_legacy.hpp:74)
-            out.require(
-                cfg.dtype.a == cfg.dtype.b,
-                "xe.legacy.same_dtype",
-                f"the legacy mainloop needs ElementA == ElementB (xe_mma_legacy.hpp:74), got {cfg.dtype.label()}",
-            )
-            out.require(
-                atom.k == 256 // max(DTYPE_BITS[atom.type_a], DTYPE_BITS[atom.type_b]),
-                "xe.atom_k",
-                f"legacy atom K={atom.k} does not match its {atom.type_a} inputs",
             )
         else:
             out.require(
@@ -438,16 +428,35 @@ class XeModel(TargetModel):
                 f"XE_DPAS_TT is not declared for {atom.type_a} x {atom.type_b} (mma_xe.hpp:135-169: tf32, bf16, f16, "
                 "and integer combinations only)",
             )
-        # the atom must consume the operand types after at most an upconversion to 16-bit float
-        for side, have in (("A", cfg.dtype.a), ("B", cfg.dtype.b)):
-            want = atom.type_a if side == "A" else atom.type_b
-            # 8- and 4-bit inputs (fp8, int8/int4 weights, fp4) are upconverted in registers by reorder
-            ok = have == want or (want in FLOAT16 and DTYPE_BITS[have] <= 8)
+        out.require(
+            atom.k == 256 // max(DTYPE_BITS.get(atom.type_a, 32), DTYPE_BITS.get(atom.type_b, 32)),
+            "xe.atom_k",
+            f"atom K={atom.k} does not match {atom.type_a} x {atom.type_b} inputs (K = 256/bits, mma_xe.hpp:50)",
+        )
+        if mixed_legacy:
+            # MainloopIntelXeXMX16MixedPrecision converts both operands to the atom's type
+            # (xe_mma_mixed_input.hpp:136-260).  Its scale/zero copies exist for a per-SG quantized width of
+            # 16 or >= 32 (xe_mma_mixed_input.hpp:48-90, :238 SG_QNT_WIDTH).
+            narrow_a = cfg.dtype.bits_a < cfg.dtype.bits_b
+            pm, pn, _ = cfg.per_sg()
+            width = pm if narrow_a else pn
             out.require(
-                ok,
-                "xe.atom_operand",
-                f"operand {side} is {have} but the atom multiplies {want}; only 8/4-bit inputs are upconverted by reorder",
+                width == 16 or width >= 32,
+                "xe.legacy.mixed_quant_width",
+                f"mixed-precision mainloop: per-subgroup quantized width {width} (per-SG {'M' if narrow_a else 'N'}) "
+                "must be 16 or >= 32 for the scale/zero copies (xe_mma_mixed_input.hpp:48-90)",
             )
+        else:
+            # the atom must consume the operand types after at most an upconversion in registers:
+            # 8- and 4-bit inputs (fp8, int8/int4 weights, fp4) are upconverted to f16/bf16 by reorder
+            for side, have in (("A", cfg.dtype.a), ("B", cfg.dtype.b)):
+                want = atom.type_a if side == "A" else atom.type_b
+                ok = have == want or (want in FLOAT16 and DTYPE_BITS[have] <= 8)
+                out.require(
+                    ok,
+                    "xe.atom_operand",
+                    f"operand {side} is {have} but the atom multiplies {want}; only 8/4-bit inputs are upconverted by reorder",
+                )
         sgm = cfg.per_sg()[0]
         out.require(
             sgm % max(1, atom.m) == 0,

@@ -105,6 +105,11 @@ _CPP_TYPES = {
     "int32_t": "s32",
     "s32": "s32",
     "uint32_t": "u32",
+    "float_e4m3_t": "e4m3",
+    "e4m3": "e4m3",
+    "float_e5m2_t": "e5m2",
+    "e5m2": "e5m2",
+    "float_e2m1_t": "e2m1",
 }
 #: (A, B) combinations XE_DPAS_TT declares (mma_xe.hpp:135-169)
 DECLARED_AB = {("tf32", "tf32"), ("bf16", "bf16"), ("f16", "f16")} | {
