@@ -63,18 +63,19 @@ def main() -> int:
     ap.add_argument(
         "--one-at-a-time", action="store_true", help="one build_batch call per program (short lock holds)"
     )
-    ap.add_argument("--only", default="", help="comma list of kinds to build")
+    ap.add_argument("--only", default="", help="comma list of kinds to build, in this order")
     args = ap.parse_args()
     cache = BuildCache(args.cache)
     items = plan()
-    if args.only:
-        items = [x for x in items if x[0] in args.only.split(",")]
+    if args.only:  # also the build order
+        order = args.only.split(",")
+        items = sorted((x for x in items if x[0] in order), key=lambda x: order.index(x[0]))
     ks = common.kernels()
     summary = []
     t0 = time.time()
     batches: dict[str, list] = {}
     for kind, label, _cfg, item, _problem in items:
-        batches.setdefault("grouped" if kind == "grouped_gemm" else "fmha", []).append((kind, label, item))
+        batches.setdefault(kind, []).append((kind, label, item))
     for entries in batches.values():
         kind0 = entries[0][0]
         recipe = ks[kind0].build_recipe("sm90", {})

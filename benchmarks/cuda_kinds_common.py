@@ -42,14 +42,50 @@ MOE_WORKLOADS: dict[str, dict[str, Any]] = {
     "mixtral_8x7b_down": {"tokens": 4096, "experts": 8, "top_k": 2, "N": 4096, "K": 14336, "proj": "down"},
 }  # fmt: skip
 FA_PREFILL_WORKLOADS: dict[str, dict[str, Any]] = {
-    "llama3_8b_prefill_4k": {"batch": 4, "num_heads_q": 32, "num_heads_kv": 8, "seq_qo": 4096, "head_dim": 128},
-    "qwen3_32b_prefill_8k": {"batch": 2, "num_heads_q": 64, "num_heads_kv": 8, "seq_qo": 8192, "head_dim": 128},
-    "gpt_oss_20b_prefill_4k": {"batch": 4, "num_heads_q": 64, "num_heads_kv": 8, "seq_qo": 4096, "head_dim": 64},
+    "llama3_8b_prefill_4k": {
+        "batch": 4,
+        "num_heads_q": 32,
+        "num_heads_kv": 8,
+        "seq_qo": 4096,
+        "head_dim": 128,
+    },
+    "qwen3_32b_prefill_8k": {
+        "batch": 2,
+        "num_heads_q": 64,
+        "num_heads_kv": 8,
+        "seq_qo": 8192,
+        "head_dim": 128,
+    },
+    "gpt_oss_20b_prefill_4k": {
+        "batch": 4,
+        "num_heads_q": 64,
+        "num_heads_kv": 8,
+        "seq_qo": 4096,
+        "head_dim": 64,
+    },
 }
 FA_DECODE_WORKLOADS: dict[str, dict[str, Any]] = {
-    "llama3_8b_decode_b64_kv4k": {"batch": 64, "num_heads_q": 32, "num_heads_kv": 8, "seq_kv": 4096, "head_dim": 128},
-    "qwen3_32b_decode_b32_kv8k": {"batch": 32, "num_heads_q": 64, "num_heads_kv": 8, "seq_kv": 8192, "head_dim": 128},
-    "gpt_oss_20b_decode_b64_kv4k": {"batch": 64, "num_heads_q": 64, "num_heads_kv": 8, "seq_kv": 4096, "head_dim": 64},
+    "llama3_8b_decode_b64_kv4k": {
+        "batch": 64,
+        "num_heads_q": 32,
+        "num_heads_kv": 8,
+        "seq_kv": 4096,
+        "head_dim": 128,
+    },
+    "qwen3_32b_decode_b32_kv8k": {
+        "batch": 32,
+        "num_heads_q": 64,
+        "num_heads_kv": 8,
+        "seq_kv": 8192,
+        "head_dim": 128,
+    },
+    "gpt_oss_20b_decode_b64_kv4k": {
+        "batch": 64,
+        "num_heads_q": 64,
+        "num_heads_kv": 8,
+        "seq_kv": 4096,
+        "head_dim": 64,
+    },
 }
 
 # examples/88_hopper_fmha/88_hopper_fmha.cu run_fwd_64 / run_fwd_128: (schedule, QO, KV); first = default
@@ -75,7 +111,7 @@ FMHA_CANDIDATES: dict[tuple[str, int], list[dict[str, Any]]] = {
     ],
 }
 GEMM_TOP_PER_WORKLOAD = 6
-GEMM_MAX_CANDIDATES = 8
+GEMM_MAX_CANDIDATES = 6
 
 
 def kernels() -> dict[str, Any]:
@@ -102,7 +138,9 @@ def problems() -> dict[str, dict[str, dict[str, Any]]]:
     }
 
 
-def gemm_candidates(probs: dict[str, dict[str, dict[str, Any]]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def gemm_candidates(
+    probs: dict[str, dict[str, dict[str, Any]]],
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(library default, candidates): the sm90 model's top-ranked legal configs pooled over workloads."""
     from kernelpilot.targets import get_target_model
 
