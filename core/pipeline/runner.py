@@ -458,8 +458,8 @@ class Pipeline:
                 message = f"attempt {attempt}: no candidate ({type(exc).__name__}: {str(exc)[:500]})"
                 report.notes.append(message)
                 feedback.append(message)
-                if report.engine == "rules":
-                    break  # a deterministic stage will fail the same way again
+                if report.engine == "rules" or type(exc).__name__ == "PromptError":
+                    break  # a deterministic stage / a missing template fails the same way again
                 continue
             fresh = []
             for code in candidates:
