@@ -65,6 +65,14 @@ class TileConfig(BaseModel):
         """Canonical JSON string of :meth:`as_dict` (sorted keys, no spaces)."""
         return json.dumps(self.as_dict(), sort_keys=True, separators=(",", ":"))
 
+    # Equality and hashing follow the canonical form, so a config written with a derived field left out
+    # (e.g. an Xe ``sg`` the CollectiveBuilder would derive) equals the same config written out in full.
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self.key() == other.key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.key()))
+
 
 class Collector:
     """Accumulates violations and warnings while a model walks its rules."""
