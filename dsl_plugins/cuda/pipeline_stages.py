@@ -1,0 +1,238 @@
+"""Stages and static analysis for C++ source kernels (CUDA here; the SYCL plugin reuses the classes).
+
+Rules engine (no LLM, deterministic):
+
+* ``autotuning`` -- :class:`SourceAutotuneStage` searches the compile-time constants and launch
+  configuration the spec declares under ``tunables:`` (see :mod:`.source_tunables`); each attempt
+  proposes the next batch of legal configurations as rewritten sources, the pipeline checks and times
+  them and keeps the fastest one that beats the stage input by more than the noise.
+* ``memory_access`` -- :class:`RestrictPointersStage` marks the pointer parameters of device kernels
+  ``__restrict__`` (no aliasing, so the compiler may use the read-only path and keep loads in
+  registers); the oracle decides whether the kernel really had no aliasing.
+
+LLM engine: the core's generic ``LLMStage`` renders this plugin's prompts (``prompts/``), so no class here.
+The analyzer (``stage == "analysis"``) reports what a regex can see in C++ source, with line numbers;
+it never parses the file as Python.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kernelpilot.dsl_plugins.cuda.source_tunables import (
+    apply_config,
+    batches,
+    current_values,
+    search_order,
+    spec_tunables,
+)
+from kernelpilot.pipeline.contracts import Issue, StageContext
+
+
+@dataclass
+class SourceAutotuneStage:
+    """Search the spec's ``tunables`` by rewriting the constants in the source (no LLM)."""
+
+    dsl: str = "cuda"
+    stage: str = "autotuning"
+    engine: Literal["rules", "llm"] = "rules"
+    seed: int = 0
+
+    def propose(self, context: StageContext) -> list[str]:
+        tunables = spec_tunables(context.spec, context.variant)
+        if tunables is None:
+            raise ValueError("the spec has no 'tunables:' section, so there is nothing to search")
+        start = current_values(context.current_source, tunables.names)
+        missing = [n for n, v in start.items() if v is None]
+        if missing:
+            raise ValueError(
+                f"tunable(s) {', '.join(missing)} are not declared in the kernel as '#define NAME <int>' "
+                "or 'constexpr int NAME = <int>;'"
+            )
+        dims = dict(context.spec.resolve(context.variant).dims)
+        order = search_order(
+            tunables, dims, {k: int(v) for k, v in start.items() if v is not None}, self.seed
+        )
+        plan = batches(order, tunables.max_configs)
+        if context.attempt >= len(plan):
+            return []
+        return [apply_config(context.current_source, config) for config in plan[context.attempt]]
+
+
+_BOUNDS = r"(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?"
+_GLOBAL_SIGNATURE = re.compile(rf"__global__\s+{_BOUNDS}void\s+{_BOUNDS}\w+\s*\(", re.S)
+
+
+def _split_params(text: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        if ch in "(<[":
+            depth += 1
+        elif ch in ")>]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    return parts
+
+
+def _param_list_spans(source: str, signature: re.Pattern[str]) -> list[tuple[int, int]]:
+    spans = []
+    for match in signature.finditer(source):
+        start = match.end()
+        depth, i = 1, start
+        while i < len(source) and depth:
+            depth += {"(": 1, ")": -1}.get(source[i], 0)
+            i += 1
+        spans.append((start, i - 1))
+    return spans
+
+
+def restrict_pointers(source: str, signature: re.Pattern[str] = _GLOBAL_SIGNATURE) -> tuple[str, int]:
+    """Add ``__restrict__`` after the last ``*`` of every kernel pointer parameter that lacks it."""
+    changed = 0
+    out = source
+    for start, end in reversed(_param_list_spans(source, signature)):
+        params = _split_params(out[start:end])
+        new = []
+        for p in params:
+            if "*" in p and "__restrict__" not in p and "restrict" not in p.split():
+                head, _, tail = p.rpartition("*")
+                p = f"{head}* __restrict__{tail if tail.startswith(' ') else ' ' + tail.lstrip()}"
+                changed += 1
+            new.append(p)
+        out = out[:start] + ",".join(new) + out[end:]
+    return out, changed
+
+
+@dataclass
+class RestrictPointersStage:
+    dsl: str = "cuda"
+    stage: str = "memory_access"
+    engine: Literal["rules", "llm"] = "rules"
+
+    def propose(self, context: StageContext) -> list[str]:
+        if context.attempt > 0:
+            return []
+        new, changed = restrict_pointers(context.current_source)
+        return [new] if changed else []
+
+
+_CHECKS: list[tuple[str, re.Pattern[str], str, str, str]] = [
+    # (category, pattern, message, severity, suggestion)
+    (
+        "float64_usage",
+        re.compile(r"\bdouble\b"),
+        "double-precision arithmetic (Hopper runs fp64 at a fraction of fp32/tensor-core speed)",
+        "high",
+        "compute in float (or the input dtype) if the reference still matches",
+    ),
+    (
+        "host_device_sync",
+        re.compile(r"\bcudaDeviceSynchronize\s*\(|\bcudaStreamSynchronize\s*\(|\bcudaMemcpy\s*\("),
+        "host-device synchronisation in the entry point",
+        "medium",
+        "launch asynchronously on the given stream; kernelpilot synchronises when it must",
+    ),
+    (
+        "host_device_sync",
+        re.compile(r"\bcudaMalloc\s*\("),
+        "device allocation per call (cudaMalloc synchronises and is slow)",
+        "medium",
+        "allocate scratch once (static buffer) or restructure to need none",
+    ),
+]
+
+
+@dataclass
+class CppSourceAnalyzer:
+    """Regex findings on C++ kernel source for one DSL (CUDA by default)."""
+
+    dsl: str = "cuda"
+    stage: Literal["analysis"] = "analysis"
+    kernel_signature: re.Pattern[str] = field(default=_GLOBAL_SIGNATURE)
+    launch_pattern: re.Pattern[str] = field(default=re.compile(r"<<<"))
+    tunable_names: re.Pattern[str] = field(
+        default=re.compile(
+            r"^[ \t]*#[ \t]*define[ \t]+((?:BLOCK|TILE|THREADS|WARPS|VEC|GROUP|BM|BN|BK|TM|TN|ROWS|WG|SG)\w*)[ \t]+\d+",
+            re.M,
+        )
+    )
+
+    def analyze(self, source: str) -> list[Issue]:
+        code = _strip_comments(source)
+        issues: list[Issue] = []
+        for category, pattern, message, severity, suggestion in _CHECKS:
+            if self.dsl != "cuda" and category == "host_device_sync":
+                continue
+            for match in pattern.finditer(code):
+                line = code.count("\n", 0, match.start()) + 1
+                issues.append(Issue(category, message, line=line, severity=severity, suggestion=suggestion))  # type: ignore[arg-type]
+                break  # one finding per check is enough to plan the stage
+        names = self.tunable_names.findall(code)
+        if names:
+            line = code.count("\n", 0, code.find(names[0])) + 1
+            issues.append(
+                Issue(
+                    "hardcoded_block_size",
+                    f"compile-time tile/launch constants fixed in the source: {', '.join(dict.fromkeys(names))}",
+                    line=line,
+                    severity="medium",
+                    suggestion="declare them under 'tunables:' in the spec so the autotuning stage searches them",
+                )
+            )
+        if self.dsl == "cuda":
+            for start, end in _param_list_spans(code, self.kernel_signature):
+                params = _split_params(code[start:end])
+                if any("*" in p and "__restrict__" not in p for p in params):
+                    issues.append(
+                        Issue(
+                            "redundant_loads",
+                            "kernel pointer parameters are not __restrict__: the compiler must assume aliasing "
+                            "and reload values it already has",
+                            line=code.count("\n", 0, start) + 1,
+                            severity="low",
+                            suggestion="mark non-aliasing pointers __restrict__ (and inputs const)",
+                        )
+                    )
+                    break
+            kernels = list(self.kernel_signature.finditer(code))
+            if kernels and "__launch_bounds__" not in code:
+                issues.append(
+                    Issue(
+                        "device_tuning",
+                        "no __launch_bounds__: the compiler cannot budget registers for the block size",
+                        line=code.count("\n", 0, kernels[0].start()) + 1,
+                        severity="low",
+                        suggestion="add __launch_bounds__(THREADS) so register allocation fits the occupancy you want",
+                    )
+                )
+        launches = len(self.launch_pattern.findall(code))
+        if launches > 1:
+            issues.append(
+                Issue(
+                    "extra_kernel_launches",
+                    f"the entry point launches {launches} kernels; intermediates round-trip through memory",
+                    severity="medium",
+                    suggestion="fuse the kernels",
+                )
+            )
+        return issues
+
+
+def _strip_comments(source: str) -> str:
+    """Blank out comments but keep line breaks, so line numbers stay right."""
+
+    def blank(match: re.Match[str]) -> str:
+        return re.sub(r"[^\n]", " ", match.group(0))
+
+    return re.sub(r"//[^\n]*|/\*.*?\*/", blank, source, flags=re.S)
+
+
+def cuda_stages() -> list[Any]:
+    return [SourceAutotuneStage(dsl="cuda"), RestrictPointersStage(dsl="cuda"), CppSourceAnalyzer(dsl="cuda")]
