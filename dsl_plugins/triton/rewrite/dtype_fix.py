@@ -45,9 +45,9 @@ def float64_to_float32(source: str, *, kernel_side: bool = True, host_side: bool
         if tok.type != tokenize.NAME or i < 2:
             continue
         prev_dot, owner = tokens[i - 1], tokens[i - 2]
-        if prev_dot.string != "." or owner.type != tokenize.NAME:
+        if prev_dot.string != ".":
             continue
-        new = table.get((owner.string, tok.string))
+        new = table.get((owner.string, tok.string)) if owner.type == tokenize.NAME else None
         if new:
             edits.append((tok.start, tok.end, new))
         elif host_side and tok.string == "double" and i + 1 < len(tokens) and tokens[i + 1].string == "(":
