@@ -168,9 +168,11 @@ def _run_pipeline(args, session, engine, stages, correctness_only, log) -> int:
         log=log,
     )
     result = pipeline.run()
+    interp = any(e.get("interpreter") for e in result.record.final)
     summary = {
         "improved": result.improved,
-        "speedup": result.speedup,
+        "speedup": None if interp else result.speedup,  # interpreter ratios are not speedups
+        "interpreter_timings": interp,
         "outputs": [str(p) for p in result.outputs],
         "record": str(result.record_path),
         "trial_tree": result.record.trial_tree,
@@ -187,12 +189,17 @@ def _run_pipeline(args, session, engine, stages, correctness_only, log) -> int:
     else:
         for s in result.record.stages:
             print(f"  {s.stage:<18} {s.status:<16} attempts={s.attempts} accepted={s.accepted or '-'}")
-        verdict = f"{result.speedup:.3f}x" if result.speedup else "n/a"
-        interp = any(e.get("interpreter") for e in result.record.final)
+        if interp:
+            verdict = "n/a (CPU interpreter timings are not a performance result)"
+        else:
+            verdict = f"{result.speedup:.3f}x" if result.speedup else "n/a"
+        state = (
+            "changed (verified correct)"
+            if interp and result.improved
+            else ("improved" if result.improved else "not improved")
+        )
         print(
-            f"{'improved' if result.improved else 'not improved'}: speedup {verdict}"
-            f"{' (interpreter timings: not a performance result)' if interp else ''}; "
-            f"wrote {', '.join(summary['outputs'])}; record {result.record_path}"
+            f"{state}: speedup {verdict}; wrote {', '.join(summary['outputs'])}; record {result.record_path}"
         )
         for warning in result.record.warnings:
             print(f"warning: {warning}")

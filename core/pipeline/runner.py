@@ -569,7 +569,13 @@ class Pipeline:
             path.write_text(self.store.code(entry["node"]), encoding="utf-8")
             entry["output"] = str(path)
             self.record.outputs.append(str(path))
-            self.log(f"wrote {path} ({entry['stage']}, {entry.get('speedup')}x)")
+            if entry.get("interpreter"):
+                shown = "interpreter timings: no speedup claimed"
+            elif entry.get("speedup"):
+                shown = f"{entry['speedup']:.3f}x vs baseline"
+            else:
+                shown = "not timed"
+            self.log(f"wrote {path} ({entry['stage']}, {shown})")
 
     def _output_path(self) -> Path:
         if self.opt.output is not None:
