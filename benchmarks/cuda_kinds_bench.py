@@ -42,6 +42,7 @@ from kernelpilot.tile_tuner.builder import BuildCache, build_batch  # noqa: E402
 from kernelpilot.tile_tuner.runner import run_program  # noqa: E402
 
 L2_ROTATE_BYTES = 200 << 20
+SAMPLE_LINES: dict[str, str] = {}  # one verified program result per kind, kept as test data
 
 
 def n_buffers(nbytes: float) -> int:
@@ -181,11 +182,16 @@ def run_candidates(
         runtime: dict[str, Any] = {}
         if kind in ("grouped_gemm", "moe_gemm"):
             runtime["variants"] = kernel.runtime_variants(cfg, problem)
+            runtime["verify_rows"] = 16  # per group, every column, every variant (+ the full ragged check)
+        else:
+            runtime["verify_rows"] = 256
         argv, env = kernel.run_command(binary, problem, runtime)
         outcome = run_program(argv, env, timeout_s=120)
         row.update(status=outcome.status, seconds=round(outcome.seconds, 2), message=outcome.message[:400])
         if outcome.result is not None:
             r = outcome.raw
+            if outcome.status == "ok":
+                SAMPLE_LINES.setdefault(kind, json.dumps(r, separators=(",", ":")))
             row["time_ms"] = r.get("time_ms")
             row["runtime"] = r.get("runtime")
             row["verification"] = r.get("verification")
@@ -314,6 +320,7 @@ def main() -> int:
         "timing": "medians of 5 repetitions x 20 launches (CUDA events), 5 warm-up launches, buffers rotated "
         "so the working set is >= 200 MB; every CUTLASS run verified against an fp32 GPU reference",
         "complete": False,
+        "sample_program_lines": SAMPLE_LINES,
         "results": results,
     }
     for kind in args.kinds.split(","):

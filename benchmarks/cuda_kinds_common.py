@@ -38,8 +38,7 @@ MOE_WORKLOADS: dict[str, dict[str, Any]] = {
     "gpt_oss_20b_gate_up_skewed": {
         "tokens": 4096, "experts": 32, "top_k": 4, "N": 5760, "K": 2880, "proj": "gate_up", "routing": "skewed",
     },
-    # Mixtral-8x7B: 8 experts, top-2, hidden 4096, intermediate 14336
-    "mixtral_8x7b_down": {"tokens": 4096, "experts": 8, "top_k": 2, "N": 4096, "K": 14336, "proj": "down"},
+    # (Mixtral-8x7B down, 8 experts top-2 N=4096 K=14336, was left out to fit the team's GPU budget)
 }  # fmt: skip
 FA_PREFILL_WORKLOADS: dict[str, dict[str, Any]] = {
     "llama3_8b_prefill_4k": {
