@@ -69,6 +69,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="not supported: kernelpilot never accepts a candidate without a correctness check",
     )
+    parser.add_argument("--debug", action="store_true", help="LOG_LEVEL=DEBUG: full rejection messages")
     parser.add_argument("--json", action="store_true", help="print the run summary as JSON")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
@@ -91,6 +92,7 @@ def cli_settings(args: argparse.Namespace) -> dict[str, Any]:
         "preferred_tile_m": tile,
         "preferred_tile_n": tile,
         "target_dtype": args.target_dtype,
+        "log_level": "DEBUG" if getattr(args, "debug", False) else None,
     }
 
 

@@ -68,7 +68,7 @@ def write_workspace(
     kernel_name = kernel_path.stem
     shutil.copy2(kernel_path, workspace / "kernels" / kernel_path.name)
     shutil.copy2(spec_path, workspace / "kernels" / spec_path.name)
-    reference = kernel_path.with_name(f"{kernel_path.stem}_pytorch{kernel_path.suffix}")
+    reference = kernel_path.with_name(f"{kernel_path.stem}_pytorch.py")  # the oracle is PyTorch for every DSL
     if reference.is_file():
         shutil.copy2(reference, workspace / "kernels" / reference.name)
     if knowledge_dirs is None and registry is not None:
@@ -80,6 +80,7 @@ def write_workspace(
     variables = {
         "kernel_name": kernel_name,
         "kernel_file": kernel_path.name,
+        "suffix": kernel_path.suffix or ".txt",
         "spec_file": spec_path.name,
         "reference_file": reference.name,
         "has_reference": reference.is_file(),

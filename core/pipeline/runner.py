@@ -479,7 +479,8 @@ class Pipeline:
                 report.nodes.append(node.id)
                 report.verdicts[ev.verdict] = report.verdicts.get(ev.verdict, 0) + 1
                 accepted, why = self._judge(ev, input_ev, planned.stage)
-                self.log(f"  {node.id}: {why.splitlines()[0][:160]}")
+                debug = getattr(self.settings, "log_level", "INFO") == "DEBUG"
+                self.log(f"  {node.id}: {why if debug else why.splitlines()[0][:160]}")
                 if accepted and (best is None or _faster_than(ev, best[1])):
                     best = (node, ev)
                 elif not accepted:
