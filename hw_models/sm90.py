@@ -33,6 +33,15 @@ from kernelpilot.hw_models.base import (
 from kernelpilot.hw_models.catalogue import Device
 from kernelpilot.hw_models.dtypes import DTYPE_BITS, FLOAT8, DTypePair, parse_dtype
 from kernelpilot.hw_models.problems import gemm_problems, problem_layout
+from kernelpilot.hw_models.sm90_fmha import (
+    Sm90FmhaConfig,
+    check_fmha,
+    default_fmha,
+    enumerate_fmha,
+    fmha_time_s,
+    neighbours_fmha,
+    parse_fmha,
+)
 from kernelpilot.hw_models.types import CheckResult, Collector, TileConfig
 
 #: include/cutlass/gemm/collective/builders/sm90_common.inl:57 ``sm90_smem_capacity_bytes = 232448``
@@ -47,7 +56,10 @@ MAX_ACC_REGISTERS = 128
 SCHEDULES = ("cooperative", "pingpong", "ws")
 EPILOGUES = ("tma", "nosmem", "tma_coop", "tma_ws")
 TILE_SCHEDULERS = ("persistent", "streamk")
-KERNELS = ("gemm", "grouped_gemm")
+GEMM_KERNELS = ("gemm", "grouped_gemm", "moe_gemm")
+PTR_ARRAY_KERNELS = ("grouped_gemm", "moe_gemm")  # moe_gemm runs the ptr-array grouped GEMM over experts
+FA_KERNELS = ("fa_prefill", "fa_decode")
+KERNELS = GEMM_KERNELS + FA_KERNELS
 SUPPORTED_DTYPES = ("bf16", "f16", "tf32", "f32", "e4m3", "e5m2", "s8", "u8")
 FIELDS = ("kernel", "dtype", "tile", "cluster", "schedule", "epilogue", "stages", "tile_scheduler")
 
@@ -169,7 +181,7 @@ def stage_bytes(cfg: Sm90GemmConfig) -> int:
 
 
 def kernel_carveout(cfg: Sm90GemmConfig) -> int:
-    return GROUPED_CARVEOUT if cfg.kernel == "grouped_gemm" else 0
+    return GROUPED_CARVEOUT if cfg.kernel in PTR_ARRAY_KERNELS else 0
 
 
 def auto_stages(cfg: Sm90GemmConfig) -> int:
@@ -203,13 +215,15 @@ class Sm90Model(TargetModel):
     kernels = KERNELS
 
     # -- parsing -------------------------------------------------------------------------------------
-    def parse_config(self, raw: dict[str, Any], where: str = "config") -> Sm90GemmConfig:
-        if isinstance(raw, Sm90GemmConfig):
+    def parse_config(self, raw: dict[str, Any], where: str = "config") -> Sm90GemmConfig | Sm90FmhaConfig:
+        if isinstance(raw, (Sm90GemmConfig, Sm90FmhaConfig)):
             return raw
         if not isinstance(raw, dict):
             raise InputError(f"{where}: a config must be a mapping, got {type(raw).__name__}")
-        reject_unknown_fields(raw, FIELDS, where)
         kernel = self.check_kernel(raw.get("kernel", "gemm"), where)
+        if kernel in FA_KERNELS:
+            return parse_fmha(raw, kernel, where)
+        reject_unknown_fields(raw, FIELDS, where)
         dtype = parse_dtype(raw.get("dtype", "bf16"), where)
         if "tile" not in raw:
             raise InputError(f"{where}: missing field 'tile' ([M, N, K])", field="tile")
@@ -241,6 +255,8 @@ class Sm90Model(TargetModel):
     # -- rules ---------------------------------------------------------------------------------------
     def check(self, config: TileConfig, problem: dict[str, Any] | None = None) -> CheckResult:
         cfg = self.parse_config(config) if isinstance(config, dict) else config
+        if isinstance(cfg, Sm90FmhaConfig):
+            return check_fmha(cfg, problem)
         if not isinstance(cfg, Sm90GemmConfig):
             raise InputError(f"sm90 cannot check a {type(cfg).__name__}")
         out = Collector()
@@ -303,7 +319,7 @@ class Sm90Model(TargetModel):
                 "sm90.coop_tile_m",
                 f"cooperative schedule needs tile M % 128 == 0 (two consumer warpgroups of 64 rows), got M={tm}",
             )
-        if cfg.kernel == "grouped_gemm" and cfg.schedule == "ws":
+        if cfg.kernel in PTR_ARRAY_KERNELS and cfg.schedule == "ws":
             # only KernelPtrArrayTmaWarpSpecialized{Cooperative,Pingpong} exist for ptr-array GEMMs
             # (sm90_gmma_builder.inl:225-230 builder specialization list)
             out.fail(
@@ -334,10 +350,10 @@ class Sm90Model(TargetModel):
                 "results (measured: 318325 of 370240 outputs wrong)",
             )
         if cfg.tile_scheduler == "streamk":
-            if cfg.kernel == "grouped_gemm":
+            if cfg.kernel in PTR_ARRAY_KERNELS:
                 # sm90_gemm_array_tma_warpspecialized_cooperative.hpp:130 static_assert: GroupScheduler only
                 out.fail(
-                    "sm90.streamk_schedule", "grouped_gemm supports only the group scheduler (no stream-K)"
+                    "sm90.streamk_schedule", f"{cfg.kernel} supports only the group scheduler (no stream-K)"
                 )
             elif cfg.schedule != "cooperative":
                 # pingpong.hpp:105 "Ping-pong kernel does not currently support stream-K scheduler."
@@ -398,7 +414,7 @@ class Sm90Model(TargetModel):
     def _check_problem(self, cfg: Sm90GemmConfig, problem: dict[str, Any], out: Collector) -> None:
         layout = problem_layout(problem)
         for idx, (m, n, k) in enumerate(gemm_problems(problem, cfg.kernel)):
-            tag = f"group {idx}: " if cfg.kernel == "grouped_gemm" else ""
+            tag = f"group {idx}: " if cfg.kernel in PTR_ARRAY_KERNELS else ""
             # TMA: 16-byte aligned contiguous extents (sm90_common.inl:55 tma_alignment_bytes = 16,
             # sm90_mma_tma_gmma_ss_warpspecialized.hpp can_implement)
             ea = 128 // cfg.dtype.bits_a
@@ -435,11 +451,14 @@ class Sm90Model(TargetModel):
     # -- enumeration ---------------------------------------------------------------------------------
     def enumerate(
         self, kernel: str, dtype: Any, problem: dict[str, Any] | None = None
-    ) -> Iterator[Sm90GemmConfig]:
+    ) -> Iterator[Sm90GemmConfig | Sm90FmhaConfig]:
         kernel = self.check_kernel(kernel, "enumerate")
         pair = parse_dtype(dtype, "enumerate")
+        if kernel in FA_KERNELS:
+            yield from enumerate_fmha(kernel, pair, problem)
+            return
         kk = wgmma_k(pair)
-        schedules = ("cooperative", "pingpong") if kernel == "grouped_gemm" else SCHEDULES
+        schedules = ("cooperative", "pingpong") if kernel in PTR_ARRAY_KERNELS else SCHEDULES
         for tm in ENUM_TILE_M:
             for tn in ENUM_TILE_N:
                 for steps in ENUM_K_STEPS:
@@ -462,7 +481,7 @@ class Sm90Model(TargetModel):
 
     def default_config(
         self, kernel: str, dtype: Any, problem: dict[str, Any] | None = None
-    ) -> Sm90GemmConfig:
+    ) -> Sm90GemmConfig | Sm90FmhaConfig:
         """CUTLASS's own default: examples/49_hopper_gemm_with_collective_builder/49_collective_builder.cu:309
         instantiates ``Shape<_128,_128,_64>, Shape<_1,_1,_1>`` with KernelScheduleAuto + EpilogueScheduleAuto,
         which the builder resolves to KernelTmaWarpSpecializedCooperative (TM != 64, sm90_gmma_builder.inl
@@ -470,6 +489,8 @@ class Sm90Model(TargetModel):
         Grouped: examples/57_hopper_grouped_gemm uses the cooperative ptr-array schedule; we keep the tile."""
         kernel = self.check_kernel(kernel, "default_config")
         pair = parse_dtype(dtype, "default_config")
+        if kernel in FA_KERNELS:
+            return default_fmha(kernel, pair, problem)
         tk = 1024 // pair.max_bits  # 128 bytes of K: the 128-byte swizzle (64 for 16-bit types)
         return Sm90GemmConfig(
             kernel=kernel,
@@ -480,8 +501,11 @@ class Sm90Model(TargetModel):
             epilogue="nosmem",
         )
 
-    def neighbours(self, config: TileConfig) -> list[Sm90GemmConfig]:
-        cfg = config if isinstance(config, Sm90GemmConfig) else self.parse_config(config)  # type: ignore[arg-type]
+    def neighbours(self, config: TileConfig) -> list[Any]:
+        cfg = self.parse_config(config) if isinstance(config, dict) else config
+        if isinstance(cfg, Sm90FmhaConfig):
+            return neighbours_fmha(cfg)
+        assert isinstance(cfg, Sm90GemmConfig)
         tm, tn, tk = cfg.tile
         cands: list[dict[str, Any]] = []
         for dm in (tm // 2, tm * 2):
@@ -522,5 +546,7 @@ class Sm90Model(TargetModel):
     ) -> float:
         from kernelpilot.hw_models.cost import sm90_time_s
 
-        cfg = config if isinstance(config, Sm90GemmConfig) else self.parse_config(config)  # type: ignore[arg-type]
+        cfg = self.parse_config(config) if isinstance(config, dict) else config
+        if isinstance(cfg, Sm90FmhaConfig):
+            return fmha_time_s(cfg, problem, self.device(device))
         return sm90_time_s(cfg, problem, self.device(device))
