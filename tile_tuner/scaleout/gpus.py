@@ -1,0 +1,117 @@
+"""Which GPUs ``--gpus`` means, and the environment that pins a benchmark process to one of them.
+
+Why environment variables: a benchmark program is a separate process that takes "device 0"; pinning
+it with ``CUDA_VISIBLE_DEVICES`` (NVIDIA) or ``ZE_AFFINITY_MASK`` + ``ONEAPI_DEVICE_SELECTOR`` (Intel
+Level Zero / SYCL) makes device 0 the GPU we chose without touching the program.  ``--gpus`` indices
+are indices into the GPUs this process can see: with ``CUDA_VISIBLE_DEVICES=2,3`` already set,
+``--gpus 1`` pins to physical GPU 3, so a job scheduler's allocation is respected.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from typing import Any
+
+from kernelpilot.errors import InputError, ToolMissingError
+
+VENDOR_ENV = {"cuda": "CUDA_VISIBLE_DEVICES", "sycl": "ZE_AFFINITY_MASK"}
+
+
+def vendor_of(groups: list[Any]) -> str:
+    """``cuda`` or ``sycl`` from the batch's kernels (``TileKernel.backend``); ``cuda`` if unknown."""
+    backends = {getattr(getattr(g, "kernel", None), "backend", None) for g in groups} - {None}
+    if len(backends) > 1:
+        raise InputError(
+            f"one batch mixes backends {sorted(backends)}; --gpus pins one vendor", field="--gpus"
+        )
+    return backends.pop() if backends else "cuda"
+
+
+def pin_env(vendor: str, device: str) -> dict[str, str]:
+    """Environment that makes ``device`` (a physical id or UUID) the only GPU a process sees."""
+    if vendor == "sycl":
+        # the affinity mask hides every other Level Zero device; the one left is level_zero:0
+        return {"ZE_AFFINITY_MASK": device, "ONEAPI_DEVICE_SELECTOR": "level_zero:0"}
+    return {"CUDA_VISIBLE_DEVICES": device}
+
+
+def visible_gpus(vendor: str) -> list[str]:
+    """Physical ids of the GPUs this process may use (the pinning variable if set, else probed)."""
+    var = VENDOR_ENV.get(vendor, "CUDA_VISIBLE_DEVICES")
+    preset = os.environ.get(var)
+    if preset is not None and preset.strip() != "":
+        return [p.strip() for p in preset.split(",") if p.strip()]
+    if vendor == "sycl":
+        return _probe_sycl()
+    return _probe_nvidia()
+
+
+def _probe_nvidia() -> list[str]:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [str(i) for i, _ in enumerate(ln for ln in out.splitlines() if ln.strip().startswith("GPU "))]
+
+
+def _probe_sycl() -> list[str]:
+    tool = shutil.which("sycl-ls")
+    if not tool:
+        return []
+    try:
+        out = subprocess.run([tool], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    ids = re.findall(r"\[level_zero:gpu\]\[level_zero:(\d+)\]", out)
+    return sorted(set(ids), key=int)
+
+
+def parse_gpus(spec: str) -> list[int] | None:
+    """``all`` -> None (every visible GPU); ``0,1,3`` -> [0, 1, 3].  Anything else is an InputError."""
+    text = spec.strip().lower()
+    if text == "all":
+        return None
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdigit():
+            raise InputError(
+                f"{spec!r}: expected 'all' or comma-separated GPU indices such as 0,1 (bad entry {part!r})",
+                field="--gpus",
+            )
+        if int(part) in out:
+            raise InputError(f"{spec!r}: GPU {part} listed twice", field="--gpus")
+        out.append(int(part))
+    return out
+
+
+def resolve_gpus(spec: str, vendor: str, *, replay: bool = False) -> list[str]:
+    """Physical device ids for ``--gpus``.
+
+    With ``--replay`` nothing runs on a GPU, so explicit indices are accepted as pool slots even on a
+    machine without GPUs (that is how the scale-out is tested on CPUs); ``all`` still needs GPUs.
+    """
+    wanted = parse_gpus(spec)
+    visible = visible_gpus(vendor)
+    if wanted is None:
+        if not visible:
+            hint = " (with --replay, give indices such as --gpus 0,1 to size the pool)" if replay else ""
+            raise ToolMissingError(f"--gpus all: no {vendor} GPU is visible{hint}")
+        return visible
+    if replay and not visible:
+        return [str(i) for i in wanted]
+    if not visible:
+        raise ToolMissingError(f"--gpus {spec}: no {vendor} GPU is visible")
+    bad = [i for i in wanted if i >= len(visible)]
+    if bad:
+        raise InputError(
+            f"{spec!r}: GPU index {bad[0]} is not visible; allowed: 0..{len(visible) - 1} ({len(visible)} visible)",
+            field="--gpus",
+        )
+    return [visible[i] for i in wanted]
