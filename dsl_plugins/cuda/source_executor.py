@@ -33,7 +33,10 @@ class CudaSourceExecutor(TritonExecutor):
     """:class:`~kernelpilot.pipeline.contracts.Executor` for ``.cu`` kernels built with nvcc."""
 
     worker_module = "kernelpilot.dsl_plugins.cuda.source_worker"
-    suffix = ".cu"
+    suffix = ".cu"  # of the candidate files handed to the worker
+    suffixes: tuple[str, ...] = CUDA_SUFFIXES  # kernel files this executor accepts
+    allowed_devices: tuple[str, ...] = ("cuda", "cpu")  # cpu: compile and validate only
+    dsl_name = "cuda"
 
     def __init__(
         self,
@@ -47,11 +50,13 @@ class CudaSourceExecutor(TritonExecutor):
         compile_timeout_s: float = 300.0,
         **kwargs: Any,
     ) -> None:
-        super().__init__(dsl="cuda", device=device, settings=settings, **kwargs)
-        if device == "xpu":
+        if device not in self.allowed_devices:
             raise InputError(
-                "CUDA source kernels run on device 'cuda' (or 'cpu' to compile only)", field="device"
+                f"{self.dsl_name} source kernels run on device {self.allowed_devices[0]!r} "
+                f"(or 'cpu' to compile and validate only); got {device!r}",
+                field="device",
             )
+        super().__init__(dsl=self.dsl_name, device=device, settings=settings, **kwargs)
         self.arch = arch
         self.nvcc = nvcc
         self.defines = dict(defines or {})
@@ -62,9 +67,9 @@ class CudaSourceExecutor(TritonExecutor):
         self.kernel_path = Path(kernel_path).resolve()
         if not self.kernel_path.is_file():
             raise InputError("kernel file not found", file=str(kernel_path))
-        if self.kernel_path.suffix not in CUDA_SUFFIXES:
+        if self.kernel_path.suffix not in self.suffixes:
             raise InputError(
-                f"a CUDA source kernel is a {' or '.join(CUDA_SUFFIXES)} file",
+                f"a {self.dsl_name} source kernel is a {' or '.join(self.suffixes)} file",
                 file=str(kernel_path),
                 field="--input",
             )
@@ -73,14 +78,14 @@ class CudaSourceExecutor(TritonExecutor):
         ref = pytorch_reference(self.kernel_path)
         if ref is None:
             raise InputError(
-                f"a CUDA source kernel needs its PyTorch reference {self.kernel_path.stem}_pytorch.py beside it "
+                f"a {self.dsl_name} source kernel needs its PyTorch reference {self.kernel_path.stem}_pytorch.py beside it "
                 "(the oracle: a Model with the same init args whose forward returns the expected outputs)",
                 file=str(kernel_path),
             )
         self.oracle_path, self.oracle_kind = ref, f"pytorch reference {ref.name}"
 
     def claims(self, path: Path, source: str) -> bool:
-        return Path(path).suffix in CUDA_SUFFIXES and "kp_forward" in source
+        return Path(path).suffix in self.suffixes and "kp_forward" in source
 
     def timing_noise(self) -> float | None:
         return 0.02 if self.device == "cuda" else None
@@ -96,6 +101,17 @@ class CudaSourceExecutor(TritonExecutor):
             include_dirs=[self.kernel_path.parent] if self.kernel_path else [],
             timeout_s=self.compile_timeout_s,
         )
+
+    def job_build_fields(self) -> dict[str, Any]:
+        """Compiler settings the worker needs (the build cache lives in this executor's work folder)."""
+        return {
+            "arch": self.arch,
+            "nvcc": self.nvcc,
+            "defines": self.defines,
+            "extra_flags": self.extra_flags,
+            "timeout_s": self.compile_timeout_s,
+            "cache_dir": str(self._workdir / "builds"),
+        }
 
     def validate(self, source: str) -> list[str]:
         """nvcc front end (device and host syntax/type checks), no code generation."""
@@ -144,14 +160,7 @@ class CudaSourceExecutor(TritonExecutor):
             "warmup_ms": self.warmup_ms,
             "rep_ms": self.rep_ms,
             "result_path": str(result_path),
-            "build": {
-                "arch": self.arch,
-                "nvcc": self.nvcc,
-                "defines": self.defines,
-                "extra_flags": self.extra_flags,
-                "timeout_s": self.compile_timeout_s,
-                "cache_dir": str(self._workdir / "builds"),
-            },
+            "build": self.job_build_fields(),
             **fields,
         }
         job_path = job_dir / "job.json"
