@@ -56,15 +56,15 @@ def test_wheel_contains_data_and_installs_in_fresh_venv(tmp_path: Path) -> None:
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True)
     probe = (
         "import json, kernelpilot; from importlib.resources import files;"
-        "t=[p.name for p in files('kernelpilot.cpp_templates').iterdir()];"
+        "t=[p.name for p in files('kernelpilot.cpp_templates').joinpath('cuda').iterdir()];"
         "kb=sorted(str(p) for p in __import__('pathlib').Path(str(files('kernelpilot.knowledge_base'))).rglob('*') if p.is_file());"
         "print(json.dumps({'file': kernelpilot.__file__, 'templates': t, 'kb': kb}))"
     )
     out = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path)
     found = json.loads(out.stdout)
     assert str(REPO) not in found["file"], "imported the source tree instead of the installed wheel"
-    assert found["templates"], "no templates found through importlib.resources"
-    assert any(p.endswith("README.md") for p in found["kb"])
+    assert any(name.endswith(".cu.j2") for name in found["templates"]), found["templates"]
+    assert any(p.endswith(".yaml") for p in found["kb"]), "no knowledge-base YAML in the installed wheel"
 
 
 @pytest.mark.slow
