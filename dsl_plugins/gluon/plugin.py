@@ -27,3 +27,6 @@ def kp_plugin_info() -> PluginInfo:
         available=not reason,
         reason=reason,
     )
+
+
+from kernelpilot.dsl_plugins.gluon.hooks import kp_executor, kp_knowledge_dirs, kp_prompt_dirs, kp_stages  # noqa: E402, F401

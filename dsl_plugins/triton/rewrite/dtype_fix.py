@@ -5,7 +5,7 @@ registers halve occupancy; most float64 in kernels is "for safety" and unnecessa
 subtracts its maximum or accumulates in float32.  Whether it *is* unnecessary is for the oracle to
 say: the pipeline keeps the candidate only if it still matches within tolerance.
 
-Only qualified dtype names are rewritten (``tl.float64``, ``torch.float64``, ``torch.double``,
+Only qualified dtype names are rewritten (``tl.float64``, Gluon's ``gl.float64``, ``torch.float64``, ``torch.double``,
 ``.double()``, ``dtype="float64"``), through the tokenizer, so prose in comments and docstrings and
 unrelated identifiers stay as written.
 """
@@ -16,7 +16,10 @@ import io
 import tokenize
 from dataclasses import dataclass
 
-KERNEL_SIDE = {("tl", "float64"): "float32", ("tl", "fp64"): "float32"}
+KERNEL_SIDE = {
+    ("tl", "float64"): "float32",
+    ("gl", "float64"): "float32",
+}  # Triton and Gluon language modules
 HOST_SIDE = {
     ("torch", "float64"): "float32",
     ("torch", "double"): "float32",
