@@ -264,3 +264,16 @@ def test_sm90_moe_is_ptr_array_grouped() -> None:
     ws = sm90.parse_config({"kernel": "moe_gemm", "tile": [128, 128, 64], "schedule": "ws"})
     assert "sm90.grouped_schedule" in sm90.check(ws).rules()
     assert sm90.estimate_time_s(configs[0], problem) > 0
+
+
+def test_every_rule_id_is_documented() -> None:
+    """docs/hw_models.md lists every rule id the models can emit (ids are a stable contract)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    source = "".join(p.read_text() for p in (root / "hw_models").glob("*.py"))
+    ids = set(re.findall(r'"((?:xe|sm90)\.[a-z0-9_.]+)"', source))
+    docs = (root / "docs" / "hw_models.md").read_text()
+    missing = sorted(i for i in ids if f"`{i}`" not in docs)
+    assert len(ids) > 50 and not missing, missing
