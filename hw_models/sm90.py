@@ -152,25 +152,27 @@ def epilogue_tile(cfg: Sm90GemmConfig) -> tuple[int, int]:
     return epi_m, epi_n
 
 
-def epilogue_smem_bytes(cfg: Sm90GemmConfig, out_bits: int = 16, c_bits: int = 16) -> int:
+def epilogue_smem_bytes(cfg: Sm90GemmConfig, out_bits: int = 16, c_bits: int = 0) -> int:
     """Shared storage of the TMA epilogue (cutlass_sm90.md E7; sm90_builder.inl:64-85,
-    sm90_epilogue_tma_warpspecialized.hpp:161-202).  C and D share one buffer when their widths agree."""
+    sm90_epilogue_tma_warpspecialized.hpp:161-202).  ``c_bits=0`` is ``ElementC = void`` (beta = 0, what
+    kernelpilot's GEMM template instantiates): no C buffer.  With a C operand of D's width C and D share
+    one buffer of StagesC tiles."""
     if cfg.effective_epilogue() == "nosmem":
         return 0
     epi_m, epi_n = epilogue_tile(cfg)
     tm, tn, _ = cfg.tile
     epi_tiles = (tm // epi_m) * (tn // epi_n) if epi_m and epi_n else 1
     stages_d = min(epi_tiles, 2)
+    elems = epi_m * epi_n
+    if c_bits == 0:
+        return stages_d * elems * out_bits // 8 + 16 * stages_d
     reuse_c = c_bits == out_bits and out_bits > 8
     stages_c = max(min(epi_tiles, 4), stages_d + 1) if reuse_c else min(epi_tiles, 4)
-    elems = epi_m * epi_n
-    data = (
-        stages_c * elems * max(c_bits, out_bits) // 8
-        if reuse_c
-        else (stages_c * elems * c_bits + stages_d * elems * out_bits) // 8
-    )
-    barriers = 16 * (stages_c + stages_d)
-    return data + barriers
+    if reuse_c:
+        data = stages_c * elems * out_bits // 8
+    else:
+        data = (stages_c * elems * c_bits + stages_d * elems * out_bits) // 8
+    return data + 16 * (stages_c + stages_d)
 
 
 def stage_bytes(cfg: Sm90GemmConfig) -> int:

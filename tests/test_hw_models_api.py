@@ -277,3 +277,26 @@ def test_every_rule_id_is_documented() -> None:
     docs = (root / "docs" / "hw_models.md").read_text()
     missing = sorted(i for i in ids if f"`{i}`" not in docs)
     assert len(ids) > 50 and not missing, missing
+
+
+def test_validation_set_matches_the_model() -> None:
+    """benchmarks/sm90_model_validation_configs.yaml (built and run on the H200) agrees with the model."""
+    from pathlib import Path
+
+    import yaml
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "sm90_model_validation_configs.yaml"
+    doc = yaml.safe_load(path.read_text())
+    sm90 = get_target_model("sm90")
+    assert len(doc["accepted"]) >= 30 and len(doc["rejected"]) >= 8
+    schedules = set()
+    for entry in doc["accepted"]:
+        cfg = sm90.parse_config(entry["config"])
+        assert sm90.check(cfg, doc["problem"]).valid, entry["label"]
+        assert cfg.label() == entry["label"]
+        schedules.add(cfg.schedule)
+    assert schedules == {"cooperative", "pingpong", "ws"}
+    for entry in doc["rejected"]:
+        res = sm90.check(sm90.parse_config(entry["config"]), doc["problem"])
+        assert not res.valid and set(entry["rules"]) <= set(res.rules()), entry["label"]
+        assert entry["predicted"]
