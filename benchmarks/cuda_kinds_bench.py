@@ -42,6 +42,7 @@ from kernelpilot.tile_tuner.builder import BuildCache, build_batch  # noqa: E402
 from kernelpilot.tile_tuner.runner import run_program  # noqa: E402
 
 L2_ROTATE_BYTES = 200 << 20
+NO_BUILD = False
 SAMPLE_LINES: dict[str, str] = {}  # one verified program result per kind, kept as test data
 
 
@@ -176,7 +177,7 @@ def run_candidates(
     for cfg, binary, label in cands:
         row: dict[str, Any] = {"label": label, "config": cfg}
         if binary is None:
-            row.update(status="build_failed")
+            row.update(status="not_built" if NO_BUILD else "build_failed")
             rows.append(row)
             continue
         runtime: dict[str, Any] = {}
@@ -285,7 +286,10 @@ def main() -> int:
     ap.add_argument(
         "--no-build", action="store_true", help="use the cache only (smoke test on a CPU machine)"
     )
+    ap.add_argument("--workloads", default="", help="comma list of workload names to run (default: all)")
     args = ap.parse_args()
+    global NO_BUILD
+    NO_BUILD = args.no_build
     t_start = time.time()
     probs = common.problems()
     ks = common.kernels()
@@ -327,6 +331,8 @@ def main() -> int:
         kernel = ks[kind]
         results[kind] = {}
         for name, problem in probs[kind].items():
+            if args.workloads and name not in args.workloads.split(","):
+                continue
             print(f"{kind} {name}", flush=True)
             if kind in ("grouped_gemm", "moe_gemm"):
                 cands = [

@@ -108,9 +108,12 @@ def main() -> int:
     ap.add_argument("--work", default="/tmp/kpwork")
     ap.add_argument("--jobs", type=int, default=15)
     ap.add_argument("--phases", default="cublas,cold,warm,gt")
-    ap.add_argument("--gt-minutes", type=float, default=5.5)
+    ap.add_argument("--gt-minutes", type=float, default=None, help="default: what is left of --deadline-s")
+    ap.add_argument("--deadline-s", type=float, default=540.0, help="seconds from start by which everything ends")
+    ap.add_argument("--target-ms", type=float, default=5.0)
     ap.add_argument("--cold-shape", default="M=8192,N=8192,K=8192")
     args = ap.parse_args()
+    t_start = time.time()
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
@@ -142,7 +145,7 @@ def main() -> int:
         save()
     cold_args = [
         "tune", "--target", "sm90", "--kernel", "gemm", "--dims", args.cold_shape, "--dtype", "bf16",
-        "--jobs", str(args.jobs), "--cache-dir", str(cache), "--no-plots", "--json",
+        "--cache-dir", str(cache), "--no-plots", "--json", "--target-ms", str(args.target_ms),
     ]  # fmt: skip
     if "cold" in phases:
         shutil.rmtree(cache, ignore_errors=True)
@@ -165,9 +168,11 @@ def main() -> int:
         }
         bf = work / "gt.yaml"
         bf.write_text(yaml.safe_dump(batch, sort_keys=False))
+        minutes = args.gt_minutes or max(0.5, (args.deadline_s - (time.time() - t_start) - 20) / 60.0)
         gt_args = [
             "tune", str(bf), "--jobs", str(args.jobs), "--cache-dir", str(cache), "--store", str(out / "gt.sqlite"),
-            "--out", str(work / "gt"), "--budget-minutes", str(args.gt_minutes), "--no-plots", "--json",
+            "--out", str(work / "gt"), "--budget-minutes", f"{minutes:.2f}", "--no-plots", "--json",
+            "--target-ms", str(args.target_ms),
         ]  # fmt: skip
         rc, wall = kp(gt_args, log)
         summary["phases"]["gt"] = {"rc": rc, "wall_s": round(wall, 1), "command": "kernelpilot " + " ".join(gt_args)}

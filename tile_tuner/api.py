@@ -93,34 +93,41 @@ def run_batch(
         from kernelpilot.tile_tuner.plan import dry_run as do_dry_run
 
         return do_dry_run(groups, options, device)
+    from kernelpilot.tile_tuner.scaleout import make_executor
+
+    executor = make_executor(options, groups)  # in-process, --gpus pool or --cluster (Dask); validates flags
     store = ResultsStore(options.store_path)
     engines: list[tuple[Group, TuneEngine, list[Any]]] = []
-    # validate everything (dims, spaces, proposers, toolchain) before the first build
-    for g in groups:
-        engine = TuneEngine(
-            g.model, g.kernel, target, options, store, device=device, on_event=on_event, proposer_options=proposer_options
-        )
-        states = [engine.make_state(w) for w in g.workloads]
-        for s in states:
-            if len(s.space) == 0:
-                raise InputError(
-                    f"{s.workload.source or s.workload.name}: the legal space is empty (after the space filter)",
-                    field="space",
-                )
-        engines.append((g, engine, states))
     results: list[dict[str, Any]] = []
     backend_info: dict[str, Any] = {}
-    for g, engine, states in engines:
-        engine.run(g.workloads, states)
-        backend_info = {
-            "backend": engine.backend.name,
-            "device_name": engine.backend.device_name,
-            "toolchain": engine.backend.toolchain,
-            "library": engine.backend.library,
-            "template_version": g.kernel.template_version,
-            "run_id": engine.run_id,
-        }
-        results += [summarize_state(s, target, device, g.kernel) for s in states]
+    try:
+        # validate everything (dims, spaces, proposers, toolchain) before the first build
+        for g in groups:
+            engine = TuneEngine(
+                g.model, g.kernel, target, options, store, device=device, on_event=on_event,
+                proposer_options=proposer_options, executor=executor,
+            )  # fmt: skip
+            states = [engine.make_state(w) for w in g.workloads]
+            for s in states:
+                if len(s.space) == 0:
+                    raise InputError(
+                        f"{s.workload.source or s.workload.name}: the legal space is empty (after the space filter)",
+                        field="space",
+                    )
+            engines.append((g, engine, states))
+        for g, engine, states in engines:
+            engine.run(g.workloads, states)
+            backend_info = {
+                "backend": engine.backend.name,
+                "device_name": engine.backend.device_name,
+                "toolchain": engine.backend.toolchain,
+                "library": engine.backend.library,
+                "template_version": g.kernel.template_version,
+                "run_id": engine.run_id,
+            }
+            results += [summarize_state(s, target, device, g.kernel) for s in states]
+    finally:
+        executor.close()
     store.close()
     return {
         "schema_version": RUN_SCHEMA_VERSION,
@@ -132,5 +139,6 @@ def run_batch(
         "store": str(options.store_path),
         "replay": str(options.replay) if options.replay else None,
         **backend_info,
+        "executor": executor.describe(),
         "workloads": results,
     }

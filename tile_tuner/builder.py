@@ -19,6 +19,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import time
 from contextlib import contextmanager
@@ -227,6 +228,7 @@ def build_batch(
     *,
     jobs: int | None = None,
     timeout_s: float | None = None,
+    deadline: float | None = None,
 ) -> dict[str, BuildOutcome]:
     """Build every uncached item in one CMake + ninja project; return an outcome per cache key."""
     from kernelpilot import toolchain
@@ -265,6 +267,7 @@ def build_batch(
         f"-D{compiler_var}={shutil.which(recipe.compiler) or recipe.compiler}", "-DCMAKE_BUILD_TYPE=",
     ]  # fmt: skip
     t0 = time.time()
+    stopped = False
     with _optional_lock(os.environ.get("KERNELPILOT_BUILD_LOCK")):
         cfg = subprocess.run(configure, capture_output=True, text=True, env=env)
         (project / "logs" / "cmake-configure.log").write_text(cfg.stdout + cfg.stderr)
@@ -274,10 +277,22 @@ def build_batch(
             )[-1]
             raise ToolMissingError(msg)
         # ninja -k 0: one failing config never stops the others
-        run = subprocess.run(
-            [ninja, "-C", str(build_dir), "-k", "0", "-j", str(jobs)], capture_output=True, text=True, env=env
+        proc = subprocess.Popen(
+            [ninja, "-C", str(build_dir), "-k", "0", "-j", str(jobs)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            start_new_session=True,  # so a deadline can stop ninja and every compiler it started
         )
-    (project / "logs" / "ninja.log").write_text(run.stdout + run.stderr)
+        try:
+            ninja_out, _ = proc.communicate(timeout=None if deadline is None else max(1.0, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            ninja_out, _ = proc.communicate()
+            ninja_out += "\nkernelpilot: build stopped at the run's time budget\n"
+            stopped = True
+    (project / "logs" / "ninja.log").write_text(ninja_out)
     wall = time.time() - t0
     for item in todo:
         log = project / "logs" / f"{item.target}.log"
@@ -286,13 +301,16 @@ def build_batch(
         if binary.exists():
             stored = cache.store(item.cache_key, binary, log, None)
             outcomes[item.cache_key] = BuildOutcome(item.cache_key, "built", stored, cache.log(item.cache_key), wall)
+        elif stopped:
+            # not a failure of the config: the run ran out of time; nothing is cached, a rerun builds it
+            outcomes[item.cache_key] = BuildOutcome(item.cache_key, "not_built", None, None, wall, "time budget")
         else:
             timed_out = "TIMEOUT" in text
             status = "timeout" if timed_out else "build_failed"
             first_error = next((ln for ln in text.splitlines() if "error" in ln.lower()), "")
             message = f"{status}: {first_error.strip()[:400]}" if first_error else f"{status}: see log"
             if not text:
-                message = f"{status}: no compile log (ninja said: {(run.stdout + run.stderr)[-300:]})"
+                message = f"{status}: no compile log (ninja said: {ninja_out[-300:]})"
             cache.store(item.cache_key, None, log, message + ("\nTIMEOUT" if timed_out else ""))
             outcomes[item.cache_key] = BuildOutcome(
                 item.cache_key, status, None, cache.log(item.cache_key), wall, message=message

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -25,6 +25,7 @@ from typing import Any, Callable
 from kernelpilot.tile_tuner.builder import BuildCache, BuildItem, BuildOutcome, build_batch
 from kernelpilot.tile_tuner.proposers import History, Observation, make_proposer
 from kernelpilot.tile_tuner.runner import run_program
+from kernelpilot.tile_tuner.scaleout.base import InProcessExecutor, MeasureRequest
 from kernelpilot.tile_tuner.space import SearchSpace, config_key, config_label
 from kernelpilot.tile_tuner.store import Measurement, MeasurementKey, ResultsStore, canonical, problem_key
 
@@ -65,6 +66,8 @@ class TuneOptions:
     kernel_options: dict[str, Any] = field(default_factory=dict)
     streamk_twins: bool = True
     command: str = ""
+    gpus: str | None = None  # --gpus all|0,1,..: benchmark on every listed GPU (scaleout.gpu_pool)
+    cluster: str | None = None  # --cluster tcp://HOST:8786|local: Dask distributed (scaleout.dask_executor)
 
 
 @dataclass
@@ -149,6 +152,7 @@ class LocalBackend:
         self.device_name = detect_device_name(options.device)
         self.toolchain = self.recipe.toolchain_version
         self.library = self.recipe.library_version
+        self.deadline: float | None = None
 
     def build(self, items: list[BuildItem]) -> dict[str, BuildOutcome]:
         return build_batch(
@@ -158,38 +162,57 @@ class LocalBackend:
             self.options.out_dir / "build",
             jobs=self.options.jobs,
             timeout_s=self.options.build_timeout_s,
+            deadline=self.deadline,
         )
 
-    def measure(self, item: RoundItem, outcome: BuildOutcome | None) -> tuple[str, str, dict[str, Any] | None, float]:
-        state = item.state
+    def measure(
+        self, item: RoundItem, outcome: BuildOutcome | None, env: dict[str, str] | None = None
+    ) -> tuple[str, str, dict[str, Any] | None, float]:
+        """``env``: extra environment for the program (the GPU pool pins the GPU with it)."""
         if outcome is None or outcome.binary is None:
             status = outcome.status if outcome else "build_failed"
             return status, (outcome.message if outcome else "no build outcome"), None, 0.0
-        variants = state.kernel.runtime_variants(item.config, state.problem)
-        runtime: dict[str, Any] = dict(self.options.bench_args)
-        if getattr(state.kernel, "runs_variants_in_one_process", False):
-            runtime["variants"] = variants
-            argv, env = state.kernel.run_command(outcome.binary, state.problem, runtime)
-            run = run_program(argv, env, self.options.run_timeout_s)
-            return run.status, run.message, run.raw or None, run.seconds
-        # one process per variant: keep the fastest verified one, any failure fails the config
-        best: dict[str, Any] | None = None
-        seconds = 0.0
-        all_raw: list[dict[str, Any]] = []
-        for variant in variants:
-            argv, env = state.kernel.run_command(outcome.binary, state.problem, {**runtime, **variant})
-            run = run_program(argv, env, self.options.run_timeout_s)
-            seconds += run.seconds
-            if run.status != "ok":
-                return run.status, run.message, run.raw or None, seconds
-            all_raw.append(run.raw)
-            if best is None or run.raw["time_ms"]["median"] < best["time_ms"]["median"]:
-                best = run.raw
-        if best is None:
-            return "cannot_run", "no run-time variant", None, seconds
-        best = dict(best)
-        best["variants"] = [{"runtime": r.get("runtime"), "status": r["status"], "time_ms": r.get("time_ms")} for r in all_raw]
-        return "ok", "", best, seconds
+        return measure_binary(
+            item.state.kernel, item.config, item.state.problem, outcome.binary,
+            self.options.bench_args, self.options.run_timeout_s, env,
+        )  # fmt: skip
+
+
+def measure_binary(
+    kernel: Any,
+    config: Any,
+    problem: dict[str, Any],
+    binary: Path,
+    bench_args: dict[str, Any],
+    timeout_s: float,
+    extra_env: dict[str, str] | None = None,
+) -> tuple[str, str, dict[str, Any] | None, float]:
+    """Run one built config on one problem (all run-time variants); also called on Dask GPU workers."""
+    variants = kernel.runtime_variants(config, problem)
+    runtime: dict[str, Any] = dict(bench_args)
+    if getattr(kernel, "runs_variants_in_one_process", False):
+        runtime["variants"] = variants
+        argv, env = kernel.run_command(binary, problem, runtime)
+        run = run_program(argv, {**env, **(extra_env or {})}, timeout_s)
+        return run.status, run.message, run.raw or None, run.seconds
+    # one process per variant: keep the fastest verified one, any failure fails the config
+    best: dict[str, Any] | None = None
+    seconds = 0.0
+    all_raw: list[dict[str, Any]] = []
+    for variant in variants:
+        argv, env = kernel.run_command(binary, problem, {**runtime, **variant})
+        run = run_program(argv, {**env, **(extra_env or {})}, timeout_s)
+        seconds += run.seconds
+        if run.status != "ok":
+            return run.status, run.message, run.raw or None, seconds
+        all_raw.append(run.raw)
+        if best is None or run.raw["time_ms"]["median"] < best["time_ms"]["median"]:
+            best = run.raw
+    if best is None:
+        return "cannot_run", "no run-time variant", None, seconds
+    best = dict(best)
+    best["variants"] = [{"runtime": r.get("runtime"), "status": r["status"], "time_ms": r.get("time_ms")} for r in all_raw]
+    return "ok", "", best, seconds
 
 
 class ReplayBackend:
@@ -216,14 +239,20 @@ class ReplayBackend:
             self.target, st.workload.kernel, st.problem["dtype"], st.problem.get("layout", ""), problem_key(st.problem), item.key
         )
 
-    def measure(self, item: RoundItem, outcome: BuildOutcome | None) -> tuple[str, str, dict[str, Any] | None, float]:
-        m = self.lookup(item)
-        if m is None:
-            return "not_recorded", "config not in the replay store", None, 0.0
-        result = dict(m.result or {})
-        result.setdefault("time_ms", {"median": m.time_ms, "min": m.time_min_ms, "max": m.time_max_ms, "repetitions": 1})
-        result["replayed_from"] = {"device": m.key.device, "toolchain": m.key.toolchain, "library": m.key.library}
-        return m.status, m.reason, result, m.run_s
+    def measure(
+        self, item: RoundItem, outcome: BuildOutcome | None, env: dict[str, str] | None = None
+    ) -> tuple[str, str, dict[str, Any] | None, float]:
+        return replay_result(self.lookup(item))
+
+
+def replay_result(m: Measurement | None) -> tuple[str, str, dict[str, Any] | None, float]:
+    """A recorded measurement as a benchmark result (also called on Dask GPU workers)."""
+    if m is None:
+        return "not_recorded", "config not in the replay store", None, 0.0
+    result = dict(m.result or {})
+    result.setdefault("time_ms", {"median": m.time_ms, "min": m.time_min_ms, "max": m.time_max_ms, "repetitions": 1})
+    result["replayed_from"] = {"device": m.key.device, "toolchain": m.key.toolchain, "library": m.key.library}
+    return m.status, m.reason, result, m.run_s
 
 
 def detect_device_name(user_device: str | None) -> str:
@@ -265,6 +294,7 @@ class TuneEngine:
         device: Any = None,
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
         proposer_options: dict[str, Any] | None = None,
+        executor: Any = None,
     ) -> None:
         self.model = target_model
         self.kernel = kernel
@@ -275,8 +305,12 @@ class TuneEngine:
         self.on_event = on_event or (lambda kind, data: None)
         self.proposer_options = proposer_options or {}
         self.backend: Any = (ReplayBackend if options.replay else LocalBackend)(kernel, target, options)
+        # where rounds are built and benchmarked (in-process, a GPU pool, Dask): see tile_tuner.scaleout
+        self.executor: Any = executor if executor is not None else InProcessExecutor()
+        self._owns_executor = executor is None
         self.run_id = uuid.uuid4().hex[:12]
         self.deadline = time.time() + options.budget_minutes * 60 if options.budget_minutes else None
+        self.backend.deadline = self.deadline
         self.started = time.time()
 
     # ---- setup ------------------------------------------------------------------------------
@@ -369,7 +403,7 @@ class TuneEngine:
         rnd = Round(items=items)
         builds = [i.build for i in items if i.build is not None]
         self.on_event("round", {"configs": len(items), "builds": len({b.cache_key for b in builds})})
-        rnd.future = self._pool.submit(self.backend.build, builds) if builds else None
+        rnd.future = self.executor.submit_build(self.backend, builds) if builds else None
         return rnd
 
     def _default_batch(self) -> int:
@@ -388,27 +422,38 @@ class TuneEngine:
         per_state: dict[int, int] = {}
         for item in rnd.items:
             per_state[id(item.state)] = per_state.get(id(item.state), 0) + 1
-        for item in rnd.items:
+        # benchmark through the executor (serially here, in parallel on a GPU pool or a cluster);
+        # each result is recorded the moment it arrives (this process is the store's only writer)
+        # and fed back below in round order, so proposers see the same history on any executor
+        requests = [
+            MeasureRequest(i, item, outcomes.get(item.build.cache_key) if item.build else None)
+            for i, item in enumerate(rnd.items)
+            if item.stored is None
+        ]
+        results: dict[int, Any] = {}
+        for req, res, seconds in self.executor.measure(self.backend, requests, self._out_of_time):
+            req.item.state.bench_s += seconds
+            if res is not None and res[0] != "not_recorded":
+                m = self._to_measurement(req.item, *res, req.outcome)
+                self.store.record(m)
+                res = m
+            results[req.index] = res
+        for i, item in enumerate(rnd.items):
             s = item.state
             s.build_s += build_wait / max(1, len(per_state)) / per_state[id(s)]
             if item.stored is not None:
                 self._observe(item, item.stored, source="store")
                 continue
-            if self._out_of_time():
+            res = results.get(i)
+            if res is None:  # not started: the time budget ran out
                 s.history.pending.discard(item.key)
                 s.done, s.stop_reason = True, "time budget reached"
                 continue
-            outcome = outcomes.get(item.build.cache_key) if item.build else None
-            t1 = time.time()
-            status, reason, raw, run_s = self.backend.measure(item, outcome)
-            s.bench_s += time.time() - t1
-            if status == "not_recorded":
+            if not isinstance(res, Measurement):  # not_recorded (replay)
                 s.history.pending.discard(item.key)
-                s.history.observations.append(Observation(item.key, item.config, None, status))
+                s.history.observations.append(Observation(item.key, item.config, None, res[0]))
                 continue
-            m = self._to_measurement(item, status, reason, raw, run_s, outcome)
-            self.store.record(m)
-            self._observe(item, m, source="replay" if self.options.replay else "measured")
+            self._observe(item, res, source="replay" if self.options.replay else "measured")
 
     def _to_measurement(
         self, item: RoundItem, status: str, reason: str, raw: dict[str, Any] | None, run_s: float, outcome: BuildOutcome | None
@@ -484,20 +529,20 @@ class TuneEngine:
         states = states or [self.make_state(w) for w in workloads]
         self.store.record_run(self.run_id, self.options.command, {"target": self.target, "workloads": [w.name for w in workloads]})
         speculative = all(getattr(s.proposer, "speculative", False) for s in states)
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            self._pool = pool
+        try:
             inflight = self._start_round(states)
             while inflight is not None:
                 nxt = self._start_round(states) if speculative else None
                 self._finish_round(inflight)
                 inflight = nxt if nxt is not None else self._start_round(states)
+        finally:
+            if self._owns_executor:
+                self.executor.close()
         for s in states:
             if not s.done:
                 s.done = True
                 s.stop_reason = s.stop_reason or "finished"
         return states
-
-    _pool: ThreadPoolExecutor
 
 
 def tflops_of(kernel: Any, problem: dict[str, Any], time_ms: float | None) -> float | None:

@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS measurements (
     key TEXT PRIMARY KEY,
     target TEXT, device TEXT, toolchain TEXT, library TEXT, template_version TEXT,
-    kernel TEXT, dtype TEXT, layout TEXT, problem TEXT, config_key TEXT, config TEXT,
+    kernel TEXT, dtype TEXT, layout TEXT, problem TEXT, config_key TEXT,
     status TEXT NOT NULL, reason TEXT,
     time_ms REAL, time_min_ms REAL, time_max_ms REAL, tflops REAL,
     runtime TEXT, result TEXT,

@@ -10,14 +10,18 @@ from kernelpilot.tile_tuner.space import config_key
 
 
 class ExhaustiveProposer(Proposer):
-    """Every legal config, in cost-model order (so a run cut short by a budget still saw the likely best)."""
+    """Every legal config, in the model's enumeration order.
+
+    The order is the same for every problem on purpose: workloads tuned together then propose the
+    same configs in the same round, so each round builds one set of binaries that all shapes share.
+    """
 
     name = "exhaustive"
     speculative = True
 
     def _propose(self, n: int, history: History) -> list[Any]:
         taken = history.keys()
-        return [c for c in self.space.ranked() if config_key(c) not in taken][: n + len(taken)]
+        return [c for c in self.space.configs if config_key(c) not in taken]
 
 
 class RandomProposer(Proposer):
