@@ -107,6 +107,7 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--work", default="/tmp/kpwork")
     ap.add_argument("--jobs", type=int, default=15)
+    ap.add_argument("--gt-batch", type=int, default=17, help="configs per ground-truth round (34 = 2 rounds)")
     ap.add_argument("--phases", default="cublas,cold,warm,gt")
     ap.add_argument("--gt-minutes", type=float, default=None, help="default: what is left of --deadline-s")
     ap.add_argument("--deadline-s", type=float, default=540.0, help="seconds from start by which everything ends")
@@ -170,7 +171,7 @@ def main() -> int:
         bf.write_text(yaml.safe_dump(batch, sort_keys=False))
         minutes = args.gt_minutes or max(0.5, (args.deadline_s - (time.time() - t_start) - 20) / 60.0)
         gt_args = [
-            "tune", str(bf), "--jobs", str(args.jobs), "--cache-dir", str(cache), "--store", str(out / "gt.sqlite"),
+            "tune", str(bf), "--jobs", str(args.jobs), "--batch-size", str(args.gt_batch), "--cache-dir", str(cache), "--store", str(out / "gt.sqlite"),
             "--out", str(work / "gt"), "--budget-minutes", f"{minutes:.2f}", "--no-plots", "--json",
             "--target-ms", str(args.target_ms),
         ]  # fmt: skip

@@ -278,7 +278,8 @@ def build_batch(
             raise ToolMissingError(msg)
         # ninja -k 0: one failing config never stops the others
         proc = subprocess.Popen(
-            [ninja, "-C", str(build_dir), "-k", "0", "-j", str(jobs)],
+            # niced: compiles must not steal the CPU from a benchmark running on the GPU meanwhile
+            [*(["nice", "-n", "10"] if shutil.which("nice") else []), ninja, "-C", str(build_dir), "-k", "0", "-j", str(jobs)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
