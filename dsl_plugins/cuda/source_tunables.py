@@ -130,7 +130,10 @@ class Tunables:
 
 def check_constraint(text: str, scope: dict[str, Any]) -> bool:
     """Evaluate a boolean constraint over ``scope`` with the AST only (see module docstring)."""
-    tree = ast.parse(text.strip(), mode="eval")
+    try:
+        tree = ast.parse(str(text).strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ValueError(f"constraint {text!r} is not a valid expression: {exc.msg}") from None
 
     def walk(node: ast.AST) -> Any:
         if isinstance(node, ast.Expression):
