@@ -64,12 +64,16 @@ def main() -> int:
         "--one-at-a-time", action="store_true", help="one build_batch call per program (short lock holds)"
     )
     ap.add_argument("--only", default="", help="comma list of kinds to build, in this order")
+    ap.add_argument("--labels", default="", help="comma list of program labels to build, in this order")
     args = ap.parse_args()
     cache = BuildCache(args.cache)
     items = plan()
     if args.only:  # also the build order
         order = args.only.split(",")
         items = sorted((x for x in items if x[0] in order), key=lambda x: order.index(x[0]))
+    if args.labels:  # also the build order
+        wanted = args.labels.split(",")
+        items = sorted((x for x in items if x[1] in wanted), key=lambda x: wanted.index(x[1]))
     ks = common.kernels()
     summary = []
     t0 = time.time()

@@ -434,7 +434,11 @@ class GroupedGemmKernel:
         # both orders are worth one run each; swizzle only matters with many tiles per group.
         variants: list[dict[str, Any]] = [{"raster": "M", "swizzle": 1}, {"raster": "N", "swizzle": 1}]
         if max(g[0] for g in problem["groups"]) >= 1024:
-            variants += [{"raster": "M", "swizzle": 4}, {"raster": "N", "swizzle": 4}]
+            variants += [
+                {"raster": "M", "swizzle": 4},
+                {"raster": "N", "swizzle": 4},
+                {"raster": "M", "swizzle": 8},
+            ]
         return variants
 
     def flops(self, problem: dict[str, Any]) -> float:
