@@ -12,6 +12,7 @@
 
 #include <sycl/sycl.hpp>
 #include <cute/util/compat.hpp>
+#include <cute/numeric/numeric_types.hpp>
 
 #include "cutlass/cutlass.h"
 #include "cutlass/numeric_types.h"
@@ -170,6 +171,10 @@ template <class T> class KpFillKernel;
 template <class T>
 void fill_random(T* ptr, size_t n, uint64_t seed, int range, float scale) {
   if (n == 0) return;
+  if constexpr (cute::sizeof_bits_v<T> < 8) {
+    fill_random_nibbles(ptr, n, seed);
+    return;
+  } else {
   // std::is_integral is false for cutlass's float wrappers (bfloat16_t, tfloat32_t, float_e4m3_t, ...).
   const bool is_unsigned = std::is_integral_v<T> && std::is_unsigned_v<T>;
   compat::get_default_queue()
@@ -187,6 +192,54 @@ void fill_random(T* ptr, size_t n, uint64_t seed, int range, float scale) {
                                        ptr[i] = static_cast<T>(static_cast<float>(v) * scale);
                                      })
       .wait();
+  }
+}
+
+/// Nibble codes of small non-zero values of each 4-bit type (two's complement int4, uint4, e2m1).
+template <class T> struct NibbleCodes;
+template <> struct NibbleCodes<cutlass::int4b_t> {  // -4..-1, 1..4
+  static constexpr uint8_t codes[8] = {0xC, 0xD, 0xE, 0xF, 0x1, 0x2, 0x3, 0x4};
+};
+template <> struct NibbleCodes<cutlass::uint4b_t> {  // 1..8
+  static constexpr uint8_t codes[8] = {0x1, 0x2, 0x3, 0x4, 0x5, 0x6, 0x7, 0x8};
+};
+template <> struct NibbleCodes<cutlass::float_e2m1_t> {  // +-0.5, +-1, +-1.5, +-2
+  static constexpr uint8_t codes[8] = {0x1, 0x2, 0x3, 0x4, 0x9, 0xA, 0xB, 0xC};
+};
+
+template <class T> class KpFillNibbleKernel;
+
+/// 4-bit types are stored two per byte; fill whole bytes with two random non-zero codes.
+template <class T>
+void fill_random_nibbles(T* ptr, size_t n, uint64_t seed) {
+  size_t nbytes = (n + 1) / 2;
+  if (nbytes == 0) return;
+  uint8_t* bytes = reinterpret_cast<uint8_t*>(ptr);
+  std::array<uint8_t, 8> codes;
+  for (int i = 0; i < 8; ++i) codes[i] = NibbleCodes<T>::codes[i];
+  compat::get_default_queue()
+      .parallel_for<KpFillNibbleKernel<T>>(sycl::range<1>(nbytes),
+                                           [=](sycl::id<1> idx) {
+                                             uint32_t h = mix64(seed * 0x100000001B3ull + idx[0]);
+                                             bytes[idx[0]] = uint8_t(codes[h & 7] | (codes[(h >> 3) & 7] << 4));
+                                           })
+      .wait();
+}
+
+/// Bytes occupied by n elements of T (sub-byte types included).
+template <class T>
+constexpr double bytes_of(double n) {
+  return n * double(cute::sizeof_bits_v<T>) / 8.0;
+}
+
+/// ptr + n elements, correct for sub-byte types (where T* arithmetic would count bytes).
+template <class T>
+T* offset_ptr(T* ptr, int64_t n) {
+  if constexpr (cute::sizeof_bits_v<T> < 8) {
+    return reinterpret_cast<T*>(reinterpret_cast<uint8_t*>(ptr) + n * int64_t(cute::sizeof_bits_v<T>) / 8);
+  } else {
+    return ptr + n;
+  }
 }
 
 template <class T>

@@ -94,12 +94,23 @@ def gemm_like(cfg: dict[str, Any], kind: str) -> dict[str, Any]:
         raise ValueError(f"schedule {schedule!r} not in {', '.join(SCHEDULES)}")
     if kind != "gemm" and schedule not in ("default", "persistent"):
         raise ValueError(f"schedule {schedule!r}: {kind} has one scheduler (grouped / MoE persistent)")
+    # DPAS repeat count M: the model's explicit atom_m / mma_atom win; otherwise gcd(8, WG_M) when the
+    # builder derives the layout (xe_mma_builder.inl:89), gcd(8, per-SG M) with an explicit layout.
+    atom_m = cfg.get("atom_m")
+    mma_atom = cfg.get("mma_atom")
+    if mma_atom:
+        from kernelpilot.hw_models.xe_dpas import parse_atom
+
+        atom_m = parse_atom(str(mma_atom), "config").m
+    if not atom_m:
+        atom_m = math.gcd(8, wg[0]) if cfg.get("sg") is None else math.gcd(8, wg[0] // sg[0])
     return {
         "wg": wg,
         "sg": sg,
         "stages": int(stages) if stages else BUILDER_STAGES[kind],
         "schedule": schedule,
-        "atom_m": math.gcd(8, wg[0] // sg[0]),
+        "atom_m": int(atom_m),
+        "mma_atom": str(mma_atom) if mma_atom else None,
     }
 
 
@@ -120,6 +131,19 @@ def _json_literal(cfg: dict[str, Any]) -> str:
     if ")KPJSON" in text:  # cannot happen for model configs; guard the raw string delimiter anyway
         raise ValueError("config JSON contains the raw-string delimiter")
     return text
+
+
+def _gemm_mma_op(n: dict[str, Any], pair: Any) -> str:
+    """The builder's DPAS for the dtype pair; an explicit ``mma_atom`` of the model (new ``XE_DPAS_TT<...>``
+    or legacy ``XE_8x16x16_F32BF16BF16F32_TT`` vocabulary) is rendered as the equivalent new-API atom,
+    since the programs use the current MainloopXeL1Staged path."""
+    if not n.get("mma_atom"):
+        return dtypes.dpas_op(n["atom_m"], pair)
+    from kernelpilot.hw_models.dtypes import DTypePair
+    from kernelpilot.hw_models.xe_dpas import parse_atom
+
+    atom = parse_atom(n["mma_atom"], "config")
+    return dtypes.dpas_op(atom.m, DTypePair(a=atom.type_a, b=atom.type_b))
 
 
 def _gemm_context(
@@ -160,7 +184,7 @@ def _gemm_context(
         "sg_m": n["sg"][0],
         "sg_n": n["sg"][1],
         "stages": n["stages"],
-        "mma_op": dtypes.dpas_op(n["atom_m"], pair),
+        "mma_op": _gemm_mma_op(n, pair),
         "cooperative": cooperative,
         "scheduler": scheduler,
         "default_mode": {"streamk": "streamk", "splitk": "splitk"}.get(schedule, "none"),
