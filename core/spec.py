@@ -472,11 +472,11 @@ def parse_spec(data: Any, *, path: str | None = None) -> KernelSpec:
     """Validate already-loaded YAML data; every problem is an :class:`InputError` with file and field."""
     if not isinstance(data, Mapping):
         raise InputError("a spec must be a mapping with inputs, inits and variants", file=path)
-    raw_inputs = data.get("inputs")
-    if not isinstance(raw_inputs, Mapping) or not raw_inputs:
-        raise InputError(
-            "'inputs' must be a non-empty mapping of name -> {shape, dtype}", file=path, field="inputs"
-        )
+    # ``inputs`` may be left out when the kernel file defines ``get_example_inputs()`` (the executor
+    # checks that); when present it must be a mapping.
+    raw_inputs = data.get("inputs") or {}
+    if not isinstance(raw_inputs, Mapping):
+        raise InputError("'inputs' must be a mapping of name -> {shape, dtype}", file=path, field="inputs")
     inputs: dict[str, InputSpec] = {}
     for name, value in raw_inputs.items():
         if not isinstance(value, Mapping):

@@ -188,3 +188,25 @@ def test_roofline_classification_from_catalogue():
     assert low["bound"] == "memory" and high["bound"] == "compute"
     assert 100 < low["ridge_flop_per_byte"] < 400
     assert classify_bound(1.0, "Some Unknown GPU", "float16")["bound"] == "unknown"
+
+
+def test_get_example_inputs_when_spec_lists_none(tmp_path):
+    from kernelpilot.errors import InputError
+
+    with_fn = kernel() + "\n\ndef get_example_inputs():\n    return [torch.randn(257)]\n"
+    (tmp_path / "scale.py").write_text(with_fn)
+    (tmp_path / "scale_pytorch.py").write_text(REFERENCE)
+    spec = parse_spec({"ci": [{"dims": {}, "flop": 257}]}, path="noinputs.yaml")
+    ex = TritonExecutor("triton", "cpu", None, timeout_s=60)
+    ex.prepare(tmp_path / "scale.py", spec, "ci")
+    assert ex.evaluate(with_fn, seed=3).correct
+    # a candidate cannot pick its own data: inputs come from the original file, so a wrong kernel fails
+    assert (
+        ex.evaluate(
+            kernel(factor="2.5") + "\ndef get_example_inputs():\n    return [torch.zeros(257)]\n", seed=3
+        ).verdict
+        == "incorrect"
+    )
+    (tmp_path / "plain.py").write_text(kernel())
+    with pytest.raises(InputError, match="get_example_inputs"):
+        TritonExecutor("triton", "cpu", None).prepare(tmp_path / "plain.py", spec, "ci")

@@ -124,6 +124,15 @@ class TritonExecutor:
             raise InputError("kernel file not found", file=str(kernel_path))
         self.spec = spec if isinstance(spec, KernelSpec) else load_spec(spec)
         self.variant = self.spec.resolve(variant)
+        if not self.variant.inputs and "def get_example_inputs" not in self.kernel_path.read_text(
+            encoding="utf-8"
+        ):
+            raise InputError(
+                f"variant {self.variant.name!r} lists no inputs and {self.kernel_path.name} defines no "
+                "get_example_inputs(); add 'inputs:' to the spec or the function to the kernel file",
+                file=self.spec.path,
+                field="inputs",
+            )
         ref = reference_path(self.kernel_path)
         if ref is not None:
             self.oracle_path, self.oracle_kind = ref, f"pytorch reference {ref.name}"
@@ -196,6 +205,7 @@ class TritonExecutor:
             "oracle_path": str(self.oracle_path),
             "oracle_kind": self.oracle_kind,
             "kernel_dir": str(self.kernel_path.parent),
+            "original_path": str(self.kernel_path),
             "variant": self.variant.as_dict(),
             "device": self.device,
             "rtol": self.rtol,
@@ -249,9 +259,8 @@ class TritonExecutor:
         variant = self.variant
         if variant is not None and variant.flop:
             ai = extra.get("arithmetic_intensity")
-            extra.update(
-                classify_bound(ai, extra.get("device_name"), variant.dtype or variant.inputs[0].dtype)
-            )
+            dtype = variant.dtype or (variant.inputs[0].dtype if variant.inputs else None)
+            extra.update(classify_bound(ai, extra.get("device_name"), dtype))
         extra["rtol"], extra["atol"] = self.rtol, self.atol
         return Evaluation(
             verdict=data["verdict"],

@@ -63,6 +63,24 @@ def make_inputs(torch: Any, variant: dict[str, Any], seed: int, device: str) -> 
     return tensors
 
 
+def example_inputs(torch: Any, job: dict[str, Any], seed: int, device: str) -> list[Any]:
+    """Inputs from the ORIGINAL kernel file's ``get_example_inputs()`` (spec without ``inputs``).
+
+    Seeded first, so each check still gets fresh inputs; the candidate's own function is never used
+    (a candidate must not choose the data it is checked on).
+    """
+    module = _load_module(job["original_path"], "kp_original_inputs")
+    torch.manual_seed(seed)
+    values = module.get_example_inputs()
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def job_inputs(torch: Any, job: dict[str, Any], device: str) -> list[Any]:
+    if job["variant"]["inputs"]:
+        return make_inputs(torch, job["variant"], job["seed"], device)
+    return example_inputs(torch, job, job["seed"], device)
+
+
 def build_model(torch: Any, module: Any, variant: dict[str, Any], device: str) -> Any:
     """``Model(*inits)``; floating parameters cast to the variant dtype like users' harnesses do."""
     if not hasattr(module, "Model"):
@@ -298,7 +316,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             "extra": {},
         }
 
-    inputs = make_inputs(torch, variant, job["seed"], device)
+    inputs = job_inputs(torch, job, device)
     with torch.no_grad():
         try:
             ref = oracle(*[t.clone() for t in inputs])
@@ -391,7 +409,7 @@ def run_side_by_side(job: dict[str, Any]) -> dict[str, Any]:
         interpreter_autotune_timer()
     oracle_mod = _load_module(job["oracle_path"], "kp_oracle")
     oracle = build_model(torch, oracle_mod, variant, device)
-    inputs = make_inputs(torch, variant, job["seed"], device)
+    inputs = job_inputs(torch, job, device)
     with torch.no_grad():
         ref = oracle(*[t.clone() for t in inputs])
     entries: list[dict[str, Any]] = []
