@@ -75,7 +75,9 @@ def test_dtype_must_be_one_16_bit_type():
 
 def test_run_command_passes_groups_and_variants_and_knobs():
     p = G.validate_problem({"groups": [[128, 256, 64], [0, 64, 64], [3, 8, 16]]}, "bf16", "w")
-    argv, env = G.run_command("/b/prog", p, {"variants": [{"raster": "N", "swizzle": 4}, {"raster": "M"}], "reps": 3})
+    argv, env = G.run_command(
+        "/b/prog", p, {"variants": [{"raster": "N", "swizzle": 4}, {"raster": "M"}], "reps": 3}
+    )
     assert argv == ["/b/prog", "--groups=128x256x64,3x8x16", "--variants=N:4,M:1", "--reps=3"]
     assert env == {}
     assert groups_arg([[1, 8, 8]]) == "--groups=1x8x8"
@@ -99,14 +101,30 @@ def test_routing_sums_to_tokens_times_top_k_and_is_seeded():
 
 
 def test_moe_problem_is_a_grouped_problem_over_experts():
-    dims = {"tokens": 512, "experts": 8, "top_k": 2, "N": 1536, "K": 2048, "routing": "balanced", "proj": "down"}
+    dims = {
+        "tokens": 512,
+        "experts": 8,
+        "top_k": 2,
+        "N": 1536,
+        "K": 2048,
+        "routing": "balanced",
+        "proj": "down",
+    }
     p = MOE.validate_problem(dims, "bf16", "w")
     assert p["groups"] == [[128, 1536, 2048]] * 8
     assert p["num_experts"] == 8 and p["tokens"] == [128] * 8 and p["N"] == 1536 and p["K"] == 2048
     assert p["source"]["proj"] == "down"
     assert MOE.flops(p) == 2 * 512 * 2 * 1536 * 2048
     rec = MOE.validate_problem(
-        {"total_tokens": 4, "num_experts": 3, "top_k": 2, "N": 64, "K": 64, "routing": "recorded", "counts": [8, 0, 0]},
+        {
+            "total_tokens": 4,
+            "num_experts": 3,
+            "top_k": 2,
+            "N": 64,
+            "K": 64,
+            "routing": "recorded",
+            "counts": [8, 0, 0],
+        },
         "bf16",
         "w",
     )
@@ -121,7 +139,10 @@ def test_moe_problem_is_a_grouped_problem_over_experts():
         ({"tokens": 8, "experts": 8, "top_k": 9, "N": 64, "K": 64}, "w.dims.top_k"),
         ({"tokens": 8, "experts": 8, "N": 60, "K": 64}, "w.dims.groups[0]"),
         ({"tokens": 8, "experts": 8, "N": 64, "K": 64, "routing": "random"}, "w.dims.routing"),
-        ({"tokens": 8, "experts": 2, "N": 64, "K": 64, "routing": "recorded", "counts": [1, 2]}, "w.dims.counts"),
+        (
+            {"tokens": 8, "experts": 2, "N": 64, "K": 64, "routing": "recorded", "counts": [1, 2]},
+            "w.dims.counts",
+        ),
         ({"tokens": 8, "experts": 2, "N": 64, "K": 64, "routing": "recorded"}, "w.dims.counts"),
         ({"tokens": 8, "experts": 2, "N": 64, "K": 64, "skew": 2.0}, "w.dims.skew"),
         ({"tokens": 8, "experts": 2, "N": 64, "K": 64, "proj": "up"}, "w.dims.proj"),
@@ -136,7 +157,9 @@ def test_moe_errors_name_the_field(dims, field):
 
 # ----------------------------------------------------------------------------- attention
 def test_prefill_defaults_and_gqa_causal_runs_as_mha():
-    p = PRE.validate_problem({"batch": 2, "num_heads_q": 32, "num_heads_kv": 8, "seq_qo": 1000, "head_dim": 128}, "bf16", "w")
+    p = PRE.validate_problem(
+        {"batch": 2, "num_heads_q": 32, "num_heads_kv": 8, "seq_qo": 1000, "head_dim": 128}, "bf16", "w"
+    )
     assert p["seq_kv"] == 1000 and p["causal"] is True
     assert program_dims(p) == {"b": 2, "h": 32, "q": 1000, "k": 1000}  # causal: no packing
     assert fa_flops(p) == 4 * 2 * 32 * 1000 * 1000 * 128 * 0.5
@@ -145,7 +168,9 @@ def test_prefill_defaults_and_gqa_causal_runs_as_mha():
 
 
 def test_decode_packs_query_heads_into_rows():
-    p = DEC.validate_problem({"batch": 64, "num_heads_q": 64, "num_heads_kv": 8, "seq_kv": 4096, "head_dim": 64}, "bf16", "w")
+    p = DEC.validate_problem(
+        {"batch": 64, "num_heads_q": 64, "num_heads_kv": 8, "seq_kv": 4096, "head_dim": 64}, "bf16", "w"
+    )
     assert p["seq_qo"] == 1 and p["causal"] is False
     assert program_dims(p) == {"b": 64, "h": 8, "q": 8, "k": 4096}
     # packing keeps the FLOPs of the GQA problem
@@ -159,11 +184,19 @@ def test_decode_packs_query_heads_into_rows():
     ("kernel", "dims", "field"),
     [
         (PRE, {"batch": 1, "num_heads_q": 8, "seq_qo": 64, "head_dim": 96}, "w.dims.head_dim"),
-        (PRE, {"batch": 1, "num_heads_q": 8, "num_heads_kv": 3, "seq_qo": 64, "head_dim": 64}, "w.dims.num_heads_kv"),
+        (
+            PRE,
+            {"batch": 1, "num_heads_q": 8, "num_heads_kv": 3, "seq_qo": 64, "head_dim": 64},
+            "w.dims.num_heads_kv",
+        ),
         (PRE, {"batch": 1, "num_heads_q": 8, "seq_qo": 64, "seq_kv": 128, "head_dim": 64}, "w.dims.causal"),
         (PRE, {"batch": 1, "num_heads_q": 8, "head_dim": 64}, "w.dims"),
         (PRE, {"batch": 0, "num_heads_q": 8, "seq_qo": 64, "head_dim": 64}, "w.dims.batch"),
-        (PRE, {"batch": 1, "num_heads_q": 8, "seq_qo": 64, "head_dim": 64, "causal": "maybe"}, "w.dims.causal"),
+        (
+            PRE,
+            {"batch": 1, "num_heads_q": 8, "seq_qo": 64, "head_dim": 64, "causal": "maybe"},
+            "w.dims.causal",
+        ),
         (DEC, {"batch": 1, "num_heads_q": 8, "seq_qo": 65, "seq_kv": 128, "head_dim": 64}, "w.dims.seq_qo"),
         (DEC, {"batch": 1, "num_heads_q": 8, "seq_kv": 128, "head_dim": 64, "window": 4}, "w.dims"),
     ],

@@ -67,7 +67,7 @@ def test_kernels_satisfy_the_tile_kernel_protocol():
 )
 def test_grouped_render_substitutes_the_config(cfg, mainloop, epilogue):
     prog = G.render(cfg, PROBLEM, "sm90")
-    (name, src), = prog.sources.items()
+    ((name, src),) = prog.sources.items()
     assert name.endswith(".cu") and prog.target_name in name
     assert f"using KernelSchedule = cutlass::gemm::{mainloop};" in src
     assert f"using EpilogueSchedule = cutlass::epilogue::{epilogue};" in src
@@ -91,15 +91,26 @@ def test_same_config_same_source_different_config_different_source():
     assert a.sources == b.sources and a.sources != c.sources
     # sizes are run-time: another problem renders the same program
     other = G.validate_problem({"groups": [[4096, 4096, 4096]]}, "bf16", "w")
-    assert G.render({"tile": [128, 128, 64], "cluster": [1, 1], "schedule": "cooperative"}, other, "sm90").sources == a.sources
+    assert (
+        G.render(
+            {"tile": [128, 128, 64], "cluster": [1, 1], "schedule": "cooperative"}, other, "sm90"
+        ).sources
+        == a.sources
+    )
 
 
 @pytest.mark.parametrize(
     ("cfg", "words"),
     [
         ({"tile": [128, 128, 64], "schedule": "pingpong", "epilogue": "tma_coop"}, "wrong results"),
-        ({"tile": [128, 128, 64], "schedule": "pingpong", "epilogue": "TmaWarpSpecializedCooperative"}, "wrong results"),
-        ({"tile": [128, 128, 64], "schedule": "cooperative", "epilogue": "tma_ws"}, "cooperative TMA epilogue"),
+        (
+            {"tile": [128, 128, 64], "schedule": "pingpong", "epilogue": "TmaWarpSpecializedCooperative"},
+            "wrong results",
+        ),
+        (
+            {"tile": [128, 128, 64], "schedule": "cooperative", "epilogue": "tma_ws"},
+            "cooperative TMA epilogue",
+        ),
         ({"tile": [128, 128, 64], "schedule": "ws"}, "not a ptr-array schedule"),
         ({"tile": [128, 128, 64], "tile_scheduler": "streamk"}, "group scheduler"),
         ({"tile": [128, 128]}, "3 and cluster 2"),
@@ -123,7 +134,13 @@ def test_grouped_render_takes_the_sm90_model_config_objects():
 
 
 def test_fmha_render_substitutes_tile_schedule_mask_and_stages():
-    src = next(iter(FA.render({"tile": [128, 64, 128], "schedule": "pingpong", "stages": 3}, FA_PROBLEM, "sm90").sources.values()))
+    src = next(
+        iter(
+            FA.render(
+                {"tile": [128, 64, 128], "schedule": "pingpong", "stages": 3}, FA_PROBLEM, "sm90"
+            ).sources.values()
+        )
+    )
     assert "using TileShape = Shape<Int<128>, Int<64>, Int<kHeadDim>>;" in src
     assert "constexpr int kHeadDim = 128;" in src
     assert "constexpr bool kCausal = true;" in src
@@ -131,7 +148,9 @@ def test_fmha_render_substitutes_tile_schedule_mask_and_stages():
     assert "Option<Tag::kStagesKV, Int<3>>" in src
     assert not _jinja_leftovers(src)
     dec = FmhaKernel("fa_decode")
-    p = dec.validate_problem({"batch": 2, "num_heads_q": 8, "num_heads_kv": 2, "seq_kv": 100, "head_dim": 64}, "f16", "w")
+    p = dec.validate_problem(
+        {"batch": 2, "num_heads_q": 8, "num_heads_kv": 2, "seq_kv": 100, "head_dim": 64}, "f16", "w"
+    )
     prog = dec.render({"tile": [64, 128], "schedule": "tma"}, p, "sm90")
     src = next(iter(prog.sources.values()))
     assert "constexpr bool kCausal = false;" in src and "cutlass::gemm::KernelTma;" in src

@@ -78,7 +78,9 @@ def route_tokens(
 def validate_moe_dims(dims: dict[str, Any], where: str) -> dict[str, Any]:
     unknown = set(dims) - MOE_KEYS
     if unknown:
-        raise InputError(f"unknown dims {sorted(unknown)}; allowed: {sorted(MOE_KEYS)}", field=f"{where}.dims")
+        raise InputError(
+            f"unknown dims {sorted(unknown)}; allowed: {sorted(MOE_KEYS)}", field=f"{where}.dims"
+        )
     check_layout(dims, where)
 
     def pick(name: str, alias: str) -> int:
@@ -124,7 +126,9 @@ def validate_moe_dims(dims: dict[str, Any], where: str) -> dict[str, Any]:
     if routing == "recorded":
         raw = dims.get("counts")
         if not isinstance(raw, (list, tuple)):
-            raise InputError("routing: recorded needs counts: [c_0, ..., c_{E-1}]", field=f"{where}.dims.counts")
+            raise InputError(
+                "routing: recorded needs counts: [c_0, ..., c_{E-1}]", field=f"{where}.dims.counts"
+            )
         counts = [_as_int(c, f"{where}.dims.counts[{i}]") for i, c in enumerate(raw)]
         if len(counts) != experts or any(c < 0 for c in counts) or sum(counts) != tokens * top_k:
             raise InputError(
@@ -135,7 +139,9 @@ def validate_moe_dims(dims: dict[str, Any], where: str) -> dict[str, Any]:
     else:
         counts = route_tokens(tokens, experts, top_k, routing, seed=seed, skew=skew)
     groups = check_group_list([[c, n, k] for c in counts], f"{where}.dims")
-    problem = grouped_problem(groups, {
+    problem = grouped_problem(
+        groups,
+        {
             "kind": "moe",
             "tokens": tokens,
             "experts": experts,
@@ -149,7 +155,9 @@ def validate_moe_dims(dims: dict[str, Any], where: str) -> dict[str, Any]:
         },
     )
     # the hw model's MoE view (hw_models/problems.py moe_tokens / gemm_problems): per-expert tokens
-    problem.update({"num_experts": experts, "tokens": counts, "total_tokens": tokens, "top_k": top_k, "N": n, "K": k})
+    problem.update(
+        {"num_experts": experts, "tokens": counts, "total_tokens": tokens, "top_k": top_k, "N": n, "K": k}
+    )
     return problem
 
 
