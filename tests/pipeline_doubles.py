@@ -76,3 +76,25 @@ class ScriptedStage:
         self.contexts.append(context)
         index = len(self.contexts) - 1
         return self.attempts[index] if index < len(self.attempts) else []
+
+
+class SideBySideExecutor(ScriptedExecutor):
+    """Adds ``evaluate_side_by_side``: timings there come from ``# sbs=X`` (else ``# time=X``, else
+    10 ms), so a test can make a kernel look faster in its own run than side by side (drift)."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.side_by_side_calls: list[tuple[list[str], int]] = []
+
+    def evaluate_side_by_side(self, sources: list[str], *, seed: int, rounds: int = 3) -> list[Evaluation]:
+        self.side_by_side_calls.append((list(sources), seed))
+        out = []
+        for source in sources:
+            ev = ScriptedExecutor.evaluate(self, source, seed=seed)
+            self.calls.pop()
+            if ev.correct:
+                match = re.search(r"# sbs=([\d.]+)", source) or re.search(r"# time=([\d.]+)", source)
+                ms = float(match.group(1)) if match else 10.0
+                ev.timing = Timing(ms, ms, ms, rounds, self.interpreter)
+            out.append(ev)
+        return out

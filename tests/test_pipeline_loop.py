@@ -209,3 +209,42 @@ def test_invalid_candidates_are_not_run_and_broken_baseline_stops(tmp_path: Path
         _run(tmp_path / "b", [dtype], base="# wrong")
     record = json.loads(next((tmp_path / "b" / "logs").glob("run-*.json")).read_text())
     assert record["status"] == "failed" and "fails its own check" in record["error"]
+
+
+def test_side_by_side_confirms_acceptance_and_final_speedup(tmp_path: Path) -> None:
+    from pipeline_doubles import SideBySideExecutor
+
+    dtype = ScriptedStage(
+        "dtype_fix",
+        [
+            [BASE + "# time=8\n# sbs=9.95"],  # looked faster alone, is not side by side (drift)
+            [BASE + "# time=8.1\n# sbs=8"],  # confirmed
+        ],
+    )
+    executor = SideBySideExecutor()
+    result, _ = _run(tmp_path, [dtype], executor=executor, seed=0)
+    report = result.record.stages[0]
+    assert report.accepted == "t2" and "side by side 9.95 ms is not faster" in report.rejected["t1"]
+    store = TrialStore.open_existing(Path(result.record.trial_tree))
+    assert store.get("t1").extra["side_by_side"]["candidate_ms"] == 9.95
+    assert store.get("t2").extra["side_by_side"]["input_ms"] == 10.0
+    # final: [original, composite] side by side on one fresh seed
+    final = result.record.final[0]
+    assert final["side_by_side"] and final["baseline_ms_side_by_side"] == 10.0
+    assert final["speedup"] == pytest.approx(10.0 / 8.0)
+    sources, seed = executor.side_by_side_calls[-1]
+    assert sources[0] == (tmp_path / "kern.py").read_text() and seed == 1_000_003
+
+
+def test_side_by_side_final_check_drops_wrong_composite(tmp_path: Path) -> None:
+    from pipeline_doubles import SideBySideExecutor
+
+    dtype = ScriptedStage("dtype_fix", [[BASE + "# time=8"]])
+    tune = ScriptedStage("autotuning", [[BASE + "# time=5\n# fails-from-seed=1000000"]])
+    result, _ = _run(
+        tmp_path, [dtype, tune], executor=SideBySideExecutor(), settings_kw={"best_k": 2}, seed=0
+    )
+    final = result.record.final
+    assert [e["stage"] for e in final] == ["dtype_fix", "autotuning"]
+    assert final[1]["dropped"] and final[0]["speedup"] == pytest.approx(10.0 / 8.0)
+    assert result.outputs == [tmp_path / "best.py"]

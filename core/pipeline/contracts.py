@@ -82,6 +82,10 @@ class Executor(Protocol):
     #     Gluon file, i.e. one importing ``triton.experimental.gluon``).
     # ``timing_noise() -> float | None`` -- a relative noise floor the executor knows for its timer.
     # ``close() -> None`` -- stop worker processes; the pipeline calls it at the end of a run.
+    # ``evaluate_side_by_side(sources: list[str], *, seed: int, rounds: int = 3) -> list[Evaluation]``
+    #     -- check every source against the oracle on the same inputs and time them interleaved in one
+    #     process.  When present the pipeline confirms each stage acceptance with [input, candidate]
+    #     and does the final fresh check + measurement as [original, best-k ...] side by side.
 
 
 @dataclass

@@ -29,6 +29,7 @@ from kernelpilot.pipeline.static_analysis import static_issues
 from kernelpilot.trials.store import TreeIdentity, TrialNode, TrialStore, sha256_text
 
 FINAL_SEED_OFFSET = 1_000_003  # final checks use seeds no candidate check used
+CONFIRM_SEED_OFFSET = 500_009  # side-by-side confirmations of stage acceptances
 MAX_FEEDBACK = 6
 
 
@@ -424,6 +425,51 @@ class Pipeline:
             f"noise ({self.noise:.1%})"
         )
 
+    def _confirm_side_by_side(
+        self, node: TrialNode, ev: Evaluation, input_code: str, code: str, stage: str, why: str
+    ) -> tuple[bool, str]:
+        """Re-time [stage input, candidate] interleaved in one process before believing a speedup.
+
+        The stored stage-input time was measured earlier (maybe minutes ago); clocks and thermals
+        drift.  Executors that can time side by side (``evaluate_side_by_side``) get the final word,
+        on inputs from a seed of their own.  Without that capability the stored times decide.
+        """
+        side_by_side = getattr(self.executor, "evaluate_side_by_side", None)
+        if side_by_side is None or stage in self.opt.correctness_only_stages:
+            return True, why
+        if ev.timing is None or ev.timing.interpreter:
+            return True, why
+        assert self.store is not None
+        seed = self.opt.seed + CONFIRM_SEED_OFFSET + node.seq
+        try:
+            reference, candidate = side_by_side([input_code, code], seed=seed)
+        except Exception as exc:  # the capability failing is not the candidate's fault, but no proof
+            return False, f"side-by-side confirmation failed to run: {type(exc).__name__}: {exc}"
+        info = {
+            "seed": seed,
+            "input_verdict": reference.verdict,
+            "candidate_verdict": candidate.verdict,
+            "input_ms": reference.timing.median_ms if reference.timing else None,
+            "candidate_ms": candidate.timing.median_ms if candidate.timing else None,
+        }
+        self.store.update_extra(node.id, {"side_by_side": info})
+        if not candidate.correct:
+            return (
+                False,
+                f"failed the side-by-side check on seed {seed}: {candidate.verdict}: {candidate.message[:1000]}",
+            )
+        if not reference.correct or info["input_ms"] is None or info["candidate_ms"] is None:
+            return False, f"side-by-side confirmation incomplete (stage input {reference.verdict})"
+        if is_faster(info["candidate_ms"], info["input_ms"], self.noise):
+            return (
+                True,
+                f"{why}; confirmed side by side: {info['candidate_ms']:.4g} vs {info['input_ms']:.4g} ms",
+            )
+        return False, (
+            f"correct, but side by side {info['candidate_ms']:.4g} ms is not faster than the stage input "
+            f"{info['input_ms']:.4g} ms by more than the noise ({self.noise:.1%})"
+        )
+
     def _run_stage(
         self,
         planned: PlannedStage,
@@ -479,6 +525,8 @@ class Pipeline:
                 report.nodes.append(node.id)
                 report.verdicts[ev.verdict] = report.verdicts.get(ev.verdict, 0) + 1
                 accepted, why = self._judge(ev, input_ev, planned.stage)
+                if accepted:
+                    accepted, why = self._confirm_side_by_side(node, ev, input_code, code, planned.stage, why)
                 debug = getattr(self.settings, "log_level", "INFO") == "DEBUG"
                 self.log(f"  {node.id}: {why if debug else why.splitlines()[0][:160]}")
                 if accepted and (best is None or _faster_than(ev, best[1])):
@@ -511,13 +559,18 @@ class Pipeline:
             candidates += [n for n in rest if n.code_sha != accepted[-1].code_sha]
         best_k = int(self.settings.best_k)
         survivors: list[dict[str, Any]] = []
+        codes = [self.store.code(n.id) for n in candidates]
+        final_evs, base_ev = self._final_side_by_side(codes)
         for index, node in enumerate(candidates):
             if len(survivors) >= best_k:
                 break
-            code = self.store.code(node.id)
-            seed = self.opt.seed + FINAL_SEED_OFFSET + index
+            code = codes[index]
+            if final_evs is not None:
+                seed, ev = self.opt.seed + FINAL_SEED_OFFSET, final_evs[index]
+            else:
+                seed = self.opt.seed + FINAL_SEED_OFFSET + index
+                ev = self._safe_evaluate(code, seed=seed)
             final_node = self.store.add_node(code, parent=node.id, stage="final", engine="check")
-            ev = self._safe_evaluate(code, seed=seed)
             final_node = self.store.record_result(
                 final_node.id,
                 verdict=ev.verdict,
@@ -529,7 +582,7 @@ class Pipeline:
                 interpreter=bool(ev.timing and ev.timing.interpreter),
                 extra=_extra_of(ev),
             )
-            entry = {
+            entry: dict[str, Any] = {
                 "node": node.id,
                 "check_node": final_node.id,
                 "stage": node.stage,
@@ -537,9 +590,23 @@ class Pipeline:
                 "verdict": ev.verdict,
                 "median_ms": final_node.median_ms,
                 "speedup": final_node.speedup,
+                "side_by_side": False,
                 "interpreter": final_node.interpreter,
                 "message": ev.message[:500],
             }
+            if (
+                base_ev is not None
+                and base_ev.correct
+                and base_ev.timing is not None
+                and ev.timing is not None
+                and ev.correct
+            ):
+                entry.update(
+                    side_by_side=True,
+                    baseline_ms_side_by_side=base_ev.timing.median_ms,
+                    speedup_vs_stored_baseline=final_node.speedup,
+                    speedup=base_ev.timing.median_ms / ev.timing.median_ms,
+                )
             if not ev.correct:
                 entry["dropped"] = "failed the fresh correctness check"
                 self.record.final.append(entry)
@@ -577,6 +644,30 @@ class Pipeline:
             else:
                 shown = "not timed"
             self.log(f"wrote {path} ({entry['stage']}, {shown})")
+
+    def _final_side_by_side(self, codes: list[str]) -> tuple[list[Evaluation] | None, Evaluation | None]:
+        """[original, candidates...] checked on one fresh seed and timed interleaved, if supported."""
+        side_by_side = getattr(self.executor, "evaluate_side_by_side", None)
+        if side_by_side is None or not codes:
+            return None, None
+        try:
+            evaluations = side_by_side([self.original, *codes], seed=self.opt.seed + FINAL_SEED_OFFSET)
+        except Exception as exc:
+            self.record.warnings.append(f"side-by-side final measurement failed ({exc}); measured one by one")
+            return None, None
+        if len(evaluations) != len(codes) + 1:
+            self.record.warnings.append("side-by-side final measurement returned the wrong count; one by one")
+            return None, None
+        base = evaluations[0]
+        self.record.baseline["final_side_by_side"] = {
+            "verdict": base.verdict,
+            "median_ms": base.timing.median_ms if base.timing else None,
+        }
+        if not base.correct:
+            self.record.warnings.append(
+                f"the original failed the final fresh check ({base.verdict}): tolerances may be too tight"
+            )
+        return evaluations[1:], base
 
     def _output_path(self) -> Path:
         if self.opt.output is not None:

@@ -305,6 +305,15 @@ class TrialStore:
         assert result is not None
         return result
 
+    def update_extra(self, node_id: str, values: dict[str, Any]) -> None:
+        """Merge ``values`` into a node's ``extra`` (e.g. a side-by-side confirmation)."""
+        with self._tx():
+            row = self._conn.execute("SELECT extra FROM nodes WHERE id=?", (node_id,)).fetchone()
+            if row is None:
+                raise InputError(f"no trial {node_id!r} in {self.dir}", field="trial id")
+            merged = {**json.loads(row["extra"] or "{}"), **values}
+            self._conn.execute("UPDATE nodes SET extra=? WHERE id=?", (json.dumps(merged), node_id))
+
     def mark_accepted(self, node_id: str, accepted: bool = True) -> None:
         with self._tx():
             self._conn.execute("UPDATE nodes SET accepted=? WHERE id=?", (int(accepted), node_id))
