@@ -64,7 +64,9 @@ FA_FIELDS = (
     "stages",
     "causal",
     "persistent",
+    "api",
 )
+FA_APIS = ("new", "legacy")
 
 #: include/cutlass/gemm/collective/builders/xe_mma_builder.inl:95 ``MaxSG = 32``; docs
 #: media/docs/cpp/cute/12_intel_performance_guide.md:26 "up to 32 subgroups per work-group"
@@ -156,13 +158,14 @@ class XeFaConfig(TileConfig):
     dtype: DTypePair
     qk: tuple[int, int, int]
     pv: tuple[int, int, int]
-    out: tuple[int, int]
+    out: tuple[int, ...]  # (Q, V) for the new API; the legacy API's ShapeOutput is (Q, V, K)
     sg_qk: tuple[int, int, int]
     sg_pv: tuple[int, int, int] | None = None
     head_dim: int | None = None
     stages: int
     causal: bool = False
     persistent: bool = False
+    api: str = "new"
 
     def effective_sg_pv(self) -> tuple[int, int, int]:
         """Default PV layout: get_sg_layout_pv(QK) = (SG_Q, 1, SG_K) (xe_fmha_fwd_mainloop.hpp:511-520)."""
@@ -189,6 +192,9 @@ class XeFaConfig(TileConfig):
         }
         if self.head_dim is not None:
             out["head_dim"] = self.head_dim
+        if self.api != "new":
+            out["api"] = self.api
+            out.pop("sg_pv")
         return out
 
     def label(self) -> str:
@@ -203,6 +209,8 @@ class XeFaConfig(TileConfig):
             parts.append("causal")
         if self.persistent:
             parts.append("persistent")
+        if self.api != "new":
+            parts.append(self.api)
         return "_".join(parts)
 
 
@@ -280,13 +288,14 @@ class XeModel(TargetModel):
             dtype=parse_dtype(raw.get("dtype", "bf16"), where),
             qk=int_tuple(raw["qk"], where, "qk", 3),  # type: ignore[arg-type]
             pv=int_tuple(raw["pv"], where, "pv", 3),  # type: ignore[arg-type]
-            out=int_tuple(raw["out"], where, "out", 2),  # type: ignore[arg-type]
+            out=int_tuple(raw["out"], where, "out", (2, 3)),  # type: ignore[arg-type]
             sg_qk=int_tuple(raw["sg_qk"], where, "sg_qk", 3),  # type: ignore[arg-type]
             sg_pv=None if sg_pv is None else int_tuple(sg_pv, where, "sg_pv", 3),  # type: ignore[arg-type]
             head_dim=None if head_dim is None else int_value(head_dim, where, "head_dim", minimum=1),
             stages=int_value(raw.get("stages", default_stages(kernel)), where, "stages", minimum=1),
             causal=bool_value(raw.get("causal", False), where, "causal"),
             persistent=bool_value(raw.get("persistent", False), where, "persistent"),
+            api=choice(raw.get("api", "new"), FA_APIS, where, "api"),
         )
 
     # -- checking ------------------------------------------------------------------------------------
@@ -513,9 +522,17 @@ class XeModel(TargetModel):
 
     # ---- flash attention
     def _check_fa(self, cfg: XeFaConfig, out: Collector) -> None:
+        if cfg.api == "legacy":
+            self._check_fa_legacy(cfg, out)
+            return
         q, kv, d = cfg.qk
         pq, pv, pk = cfg.pv
-        oq, ov = cfg.out
+        out.require(
+            len(cfg.out) == 2,
+            "xe.fa.out_rank",
+            f"out={list(cfg.out)}: the new API's ShapeOut is (Q, V) (xe_fmha_fwd_runner.hpp:911-913)",
+        )
+        oq, ov = cfg.out[0], cfg.out[1]
         sgq, sgk, sgd = cfg.sg_qk
         sg_pv = cfg.effective_sg_pv()
         for side, name in (("Q/K/V", cfg.dtype.a), ("V", cfg.dtype.b)):
@@ -647,6 +664,84 @@ class XeModel(TargetModel):
             out.warn(
                 "xe.grf_pressure",
                 f"per-subgroup S {s_acc} B + O {o_acc} B + Q {q_frag} B = {total} B > {GRF_BYTES} B (256 GRF): expect spills",
+            )
+
+    def _check_fa_legacy(self, cfg: XeFaConfig, out: Collector) -> None:
+        """Legacy FA (applications/flash_attention_v2/{collective,kernel}/legacy, examples/06 legacy)."""
+        q, kv, d = cfg.qk
+        pq, pv, pk = cfg.pv
+        sg, sg_n, sg_k = cfg.sg_qk
+        for side, name in (("Q/K/V", cfg.dtype.a), ("V", cfg.dtype.b)):
+            out.require(
+                name in FA_DTYPES,
+                "xe.fa.dtype",
+                f"{side} dtype {name}: legacy FA takes {', '.join(FA_DTYPES)}",
+            )
+        # xe_flash_attn_prefill_epilogue.hpp:79 / xe_flash_attn_decode_epilogue.hpp:90: rank-3 TileShapeOutput
+        out.require(
+            len(cfg.out) == 3,
+            "xe.fa.out_rank",
+            f"out={list(cfg.out)}: the legacy TileShapeOutput is rank 3 [Q, V, K] (xe_flash_attn_prefill_epilogue.hpp:79)",
+        )
+        oq, ov = cfg.out[0], cfg.out[1]
+        out.require(oq == pq, "xe.fa.out_q", f"out[0]={oq} != pv[0]={pq}")
+        out.require(q == pq, "xe.fa.q_tile", f"qk[0]={q} != pv[0]={pq}: both GEMMs must use the same Q tile")
+        out.require(
+            kv == pk, "xe.fa.kv_tile", f"qk[1]={kv} != pv[2]={pk}: the PV K extent is the KV tile of QK"
+        )
+        # VSlicer = ShapeOut[1] / (ShapePV[1] * PV_ATOM_N) (kernel/legacy/xe_flash_attn_prefill.hpp:132)
+        out.require(
+            ov >= pv and ov % pv == 0,
+            "xe.fa.v_tiles",
+            f"out[1]={ov} is not a positive multiple of pv[1]={pv} (legacy VSlicer)",
+        )
+        # the declared SubgroupLayout is (SG, 1, 1) (examples/06_bmg_flash_attention/legacy/06_bmg_prefill_attention.cpp:93)
+        out.require(
+            sg_n == 1 and sg_k == 1,
+            "xe.fa.legacy.sg_layout",
+            f"sg_qk={list(cfg.sg_qk)}: the legacy SubgroupLayout is (SG, 1, 1)",
+        )
+        out.require(sg <= MAX_SG, "xe.sg_count", f"{sg} subgroups; at most {MAX_SG}")
+        if cfg.kernel == "fa_prefill":
+            # collective/legacy/xe_flash_attn_prefill_softmax_epilogue.hpp:154 static_assert(Vec * FragsM % 8 == 0)
+            rows = q // max(1, sg)
+            out.require(
+                q % max(1, sg) == 0 and rows % 8 == 0,
+                "xe.fa.legacy.rows_per_sg",
+                f"q={q} over {sg} subgroups gives {q / max(1, sg):g} rows each; the legacy softmax needs a multiple of 8 "
+                "('No. of attention rows per subgroup should be >= 1 MMA Atom worth of rows')",
+            )
+            out.require(
+                kv % 16 == 0 and d % 16 == 0,
+                "xe.fa.divisible_qk",
+                f"QK: k={kv} and d={d} must be multiples of 16",
+            )
+            out.require(
+                pv % 16 == 0 and pk % 16 == 0,
+                "xe.fa.divisible_pv",
+                f"PV: v={pv} and k={pk} must be multiples of 16",
+            )
+        else:
+            # kernel/legacy/xe_flash_attn_decode.hpp:137 static_assert(FragsM == 1) and
+            # collective/legacy/xe_flash_attn_decode_softmax_epilogue.hpp:161 static_assert(Vec * FragsM == 1)
+            out.require(q == 1, "xe.fa.legacy.decode_rows", f"legacy decode needs a 1-row Q tile, got q={q}")
+            # the declared (NumSG,1,1) is re-mapped to QK (1,NumSG,1) and PV (1,1,NumSG)
+            # (collective/legacy/xe_flash_attn_decode_mma.hpp:100-110)
+            out.require(
+                kv % (16 * sg) == 0,
+                "xe.fa.divisible_qk",
+                f"QK: k={kv} is not a multiple of 16*NumSG={16 * sg}",
+            )
+            out.require(
+                pk % (16 * sg) == 0 and pv % 16 == 0,
+                "xe.fa.divisible_pv",
+                f"PV: k={pk} must be a multiple of 16*NumSG={16 * sg} and v={pv} of 16",
+            )
+            # kernel/legacy/xe_flash_attn_decode.hpp:81 only FlashDecodeIndividualScheduler
+            out.require(
+                not cfg.persistent,
+                "xe.fa.persistent_decode",
+                "the legacy decode kernel has no persistent scheduler (xe_flash_attn_decode.hpp:81)",
             )
 
     def _check_fa_problem(self, cfg: XeFaConfig, problem: dict[str, Any], out: Collector) -> None:
