@@ -205,7 +205,7 @@ def test_invalid_candidates_are_not_run_and_broken_baseline_stops(tmp_path: Path
     assert result.record.stages[0].verdicts == {"invalid": 1}
     assert not any("# invalid" in src for src, _ in executor.calls)
 
-    with pytest.raises(KernelpilotError, match="fails its own check"):
+    with pytest.raises(KernelpilotError, match="fails its own check.*tolerances first"):
         _run(tmp_path / "b", [dtype], base="# wrong")
     record = json.loads(next((tmp_path / "b" / "logs").glob("run-*.json")).read_text())
     assert record["status"] == "failed" and "fails its own check" in record["error"]

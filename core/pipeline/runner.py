@@ -269,9 +269,12 @@ class Pipeline:
             "interpreter": node.interpreter,
         }
         if not ev.correct:
+            hint = (
+                "; fix the kernel, the reference or the tolerances first" if ev.verdict == "incorrect" else ""
+            )
             raise KernelpilotError(
                 f"the original kernel fails its own check against the oracle ({ev.verdict}): "
-                f"{ev.message[:500]}; fix the kernel, the reference or the tolerances first"
+                f"{ev.message[:500]}{hint}"
             )
         if node.interpreter:
             warning = (
