@@ -75,6 +75,18 @@ def problem_dtype(problem: dict[str, Any] | None, default: DTypePair) -> DTypePa
     return default
 
 
+def check_problem_dtype(dtype: DTypePair, problem: dict[str, Any], out: Any, family: str) -> None:
+    """A config built for one element type cannot serve a problem of another (``<family>.dtype_mismatch``)."""
+    if problem.get("dtype") is None:
+        return
+    want = parse_dtype(problem["dtype"], "problem")
+    if want != dtype:
+        out.fail(
+            f"{family}.dtype_mismatch",
+            f"config is built for {dtype.label()} but the problem is {want.label()}",
+        )
+
+
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 

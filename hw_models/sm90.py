@@ -24,6 +24,7 @@ from kernelpilot.errors import InputError
 from kernelpilot.hw_models.base import (
     TargetModel,
     ceil_div,
+    check_problem_dtype,
     choice,
     int_tuple,
     int_value,
@@ -414,6 +415,7 @@ class Sm90Model(TargetModel):
             )
 
     def _check_problem(self, cfg: Sm90GemmConfig, problem: dict[str, Any], out: Collector) -> None:
+        check_problem_dtype(cfg.dtype, problem, out, "sm90")
         layout = problem_layout(problem)
         for idx, (m, n, k) in enumerate(gemm_problems(problem, cfg.kernel)):
             tag = f"group {idx}: " if cfg.kernel in PTR_ARRAY_KERNELS else ""

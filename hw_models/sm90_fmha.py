@@ -25,7 +25,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from kernelpilot.errors import InputError
-from kernelpilot.hw_models.base import choice, int_tuple, int_value, reject_unknown_fields
+from kernelpilot.hw_models.base import (
+    check_problem_dtype,
+    choice,
+    int_tuple,
+    int_value,
+    reject_unknown_fields,
+)
 from kernelpilot.hw_models.catalogue import Device
 from kernelpilot.hw_models.dtypes import DTypePair, parse_dtype
 from kernelpilot.hw_models.problems import attention_dims
@@ -157,6 +163,7 @@ def check_fmha(cfg: Sm90FmhaConfig, problem: dict[str, Any] | None) -> CheckResu
         f"> {SMEM_CAPACITY} B",
     )
     if problem is not None:
+        check_problem_dtype(cfg.dtype, problem, out, "sm90")
         dims = attention_dims(problem)
         if dims["head_dim_qk"] != dims["head_dim_vo"]:
             out.fail("sm90.fa.head_dim_split", "the Hopper FMHA example needs head_dim_qk == head_dim_vo")

@@ -28,6 +28,7 @@ from kernelpilot.errors import InputError
 from kernelpilot.hw_models.base import (
     TargetModel,
     bool_value,
+    check_problem_dtype,
     choice,
     int_tuple,
     int_value,
@@ -489,6 +490,7 @@ class XeModel(TargetModel):
             )
 
     def _check_gemm_problem(self, cfg: XeGemmConfig, problem: dict[str, Any], out: Collector) -> None:
+        check_problem_dtype(cfg.dtype, problem, out, "xe")
         layout = problem_layout(problem)
         out_name = str(problem.get("out_dtype", "f32" if accumulator_for(cfg.dtype) == "f32" else "s32"))
         out_bits = DTYPE_BITS.get(out_name, 32)
@@ -745,6 +747,7 @@ class XeModel(TargetModel):
             )
 
     def _check_fa_problem(self, cfg: XeFaConfig, problem: dict[str, Any], out: Collector) -> None:
+        check_problem_dtype(cfg.dtype, problem, out, "xe")
         dims = attention_dims(problem)
         bits = DTYPE_BITS[cfg.dtype.a]
         elems = 128 // bits

@@ -300,3 +300,13 @@ def test_validation_set_matches_the_model() -> None:
         res = sm90.check(sm90.parse_config(entry["config"]), doc["problem"])
         assert not res.valid and set(entry["rules"]) <= set(res.rules()), entry["label"]
         assert entry["predicted"]
+
+
+def test_problem_dtype_must_match_config() -> None:
+    sm90 = get_target_model("sm90")
+    cfg = sm90.default_config("gemm", "bf16")
+    assert sm90.check(cfg, {**GEMM_8K, "dtype": "bf16"}).valid
+    assert "sm90.dtype_mismatch" in sm90.check(cfg, {**GEMM_8K, "dtype": "fp16"}).rules()
+    bmg = get_target_model("bmg")
+    xcfg = bmg.default_config("gemm", "bf16")
+    assert "xe.dtype_mismatch" in bmg.check(xcfg, {**GEMM_8K, "dtype": {"a": "bf16", "b": "s8"}}).rules()
