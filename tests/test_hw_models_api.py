@@ -310,3 +310,26 @@ def test_problem_dtype_must_match_config() -> None:
     bmg = get_target_model("bmg")
     xcfg = bmg.default_config("gemm", "bf16")
     assert "xe.dtype_mismatch" in bmg.check(xcfg, {**GEMM_8K, "dtype": {"a": "bf16", "b": "s8"}}).rules()
+
+
+def test_calibration_recovers_per_schedule_factors() -> None:
+    """Synthetic 'measurements' = estimate x a known factor per schedule: the fit recovers the factors, and
+    the calibrated model re-ranks across schedules accordingly."""
+    from kernelpilot.hw_models.calibration import CalibratedModel, fit_scales
+
+    sm90 = get_target_model("sm90")
+    problems = [GEMM_8K, {"M": 4096, "N": 4096, "K": 4096}, {"M": 1024, "N": 8192, "K": 4096}]
+    truth = {"cooperative": 1.3, "pingpong": 0.8, "ws": 1.0}
+    configs = list(sm90.enumerate("gemm", "bf16"))[:40]
+    records = [(c, p, sm90.estimate_time_s(c, p) * truth[c.schedule]) for c in configs for p in problems]
+    records.append((configs[0], GEMM_8K, float("nan")))  # a failed run is skipped, not fitted
+    scales = fit_scales(sm90, records)
+    for sched, factor in truth.items():
+        if f"gemm/{sched}" in scales:
+            assert scales[f"gemm/{sched}"] == pytest.approx(factor, rel=1e-9)
+    calibrated = CalibratedModel(sm90, scales)
+    cfg = configs[0]
+    assert calibrated.estimate_time_s(cfg, GEMM_8K) == pytest.approx(
+        sm90.estimate_time_s(cfg, GEMM_8K) * truth[cfg.schedule]
+    )
+    assert calibrated.name == "sm90" and calibrated.check(cfg).valid  # everything else delegates
