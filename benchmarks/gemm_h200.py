@@ -47,7 +47,12 @@ GT_SPACE = {"tile_k": [64], "cluster": [[1, 1], [2, 1], [1, 2]], "schedule": ["c
 def cublas(out: Path) -> dict:
     import torch
 
-    res = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(0), "shapes": {}}
+    res = {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "device": torch.cuda.get_device_name(0),
+        "shapes": {},
+    }
     g = torch.Generator(device="cuda").manual_seed(0)
     for name, m, n, k in SHAPES:
         set_bytes = 2 * (m * k + k * n + m * n)
@@ -55,7 +60,7 @@ def cublas(out: Path) -> dict:
         a = [torch.rand(m, k, device="cuda", dtype=torch.bfloat16, generator=g) * 2 - 1 for _ in range(nbuf)]
         b = [torch.rand(k, n, device="cuda", dtype=torch.bfloat16, generator=g) * 2 - 1 for _ in range(nbuf)]
         c = [torch.empty(m, n, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-        ref = (a[0].double() @ b[0].double())
+        ref = a[0].double() @ b[0].double()
         torch.matmul(a[0], b[0], out=c[0])
         rel = float((c[0].double() - ref).norm() / ref.norm())
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -86,7 +91,10 @@ def cublas(out: Path) -> dict:
             "M": m, "N": n, "K": k, "time_ms": {"median": med, "min": reps[0], "max": reps[-1], "repetitions": 5},
             "iters": iters, "rotating_buffers": nbuf, "tflops": 2 * m * n * k / (med * 1e-3) / 1e12, "rel_err_vs_fp64": rel,
         }  # fmt: skip
-        print(f"cublas {name}: {med:.4f} ms {res['shapes'][name]['tflops']:.1f} TFLOP/s rel_err {rel:.2e}", flush=True)
+        print(
+            f"cublas {name}: {med:.4f} ms {res['shapes'][name]['tflops']:.1f} TFLOP/s rel_err {rel:.2e}",
+            flush=True,
+        )
         del a, b, c, ref
         torch.cuda.empty_cache()
     (out / "cublas.json").write_text(json.dumps(res, indent=1))
@@ -98,7 +106,9 @@ def kp(args: list[str], log: Path) -> tuple[int, float]:
     with log.open("a") as fh:
         fh.write(f"\n$ kernelpilot {' '.join(args)}\n")
         fh.flush()
-        rc = subprocess.call([sys.executable, "-m", "kernelpilot", *args], stdout=fh, stderr=subprocess.STDOUT)
+        rc = subprocess.call(
+            [sys.executable, "-m", "kernelpilot", *args], stdout=fh, stderr=subprocess.STDOUT
+        )
     return rc, time.time() - t0
 
 
@@ -110,7 +120,9 @@ def main() -> int:
     ap.add_argument("--gt-batch", type=int, default=17, help="configs per ground-truth round (34 = 2 rounds)")
     ap.add_argument("--phases", default="cublas,cold,warm,gt")
     ap.add_argument("--gt-minutes", type=float, default=None, help="default: what is left of --deadline-s")
-    ap.add_argument("--deadline-s", type=float, default=540.0, help="seconds from start by which everything ends")
+    ap.add_argument(
+        "--deadline-s", type=float, default=540.0, help="seconds from start by which everything ends"
+    )
     ap.add_argument("--target-ms", type=float, default=5.0)
     ap.add_argument("--cold-shape", default="M=8192,N=8192,K=8192")
     args = ap.parse_args()
@@ -125,9 +137,13 @@ def main() -> int:
         "command": " ".join([sys.executable, *sys.argv]),
         "host": platform.node(),
         "cores": os.cpu_count(),
-        "nvcc": subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1],
+        "nvcc": subprocess.run(["nvcc", "--version"], capture_output=True, text=True)
+        .stdout.strip()
+        .splitlines()[-1],
         "gpu": subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader"], capture_output=True, text=True
+            ["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
         ).stdout.strip(),
         "cutlass_dir": os.environ.get("CUTLASS_DIR"),
         "gt_space": GT_SPACE,
@@ -151,20 +167,42 @@ def main() -> int:
     if "cold" in phases:
         shutil.rmtree(cache, ignore_errors=True)
         rc, wall = kp([*cold_args, "--store", str(work / "cold.sqlite"), "--out", str(work / "cold")], log)
-        summary["phases"]["cold"] = {"rc": rc, "wall_s": round(wall, 1), "command": "kernelpilot " + " ".join(cold_args)}
-        shutil.copy(work / "cold" / "run.json", out / "run_cold.json") if (work / "cold" / "run.json").exists() else None
+        summary["phases"]["cold"] = {
+            "rc": rc,
+            "wall_s": round(wall, 1),
+            "command": "kernelpilot " + " ".join(cold_args),
+        }
+        shutil.copy(work / "cold" / "run.json", out / "run_cold.json") if (
+            work / "cold" / "run.json"
+        ).exists() else None
         save()
     if "warm" in phases:
-        rc, wall = kp([*cold_args, "--store", str(work / "cold.sqlite"), "--out", str(work / "warm"), "--remeasure"], log)
-        summary["phases"]["warm"] = {"rc": rc, "wall_s": round(wall, 1), "command": "kernelpilot " + " ".join(cold_args) + " --remeasure"}
-        shutil.copy(work / "warm" / "run.json", out / "run_warm.json") if (work / "warm" / "run.json").exists() else None
+        rc, wall = kp(
+            [*cold_args, "--store", str(work / "cold.sqlite"), "--out", str(work / "warm"), "--remeasure"],
+            log,
+        )
+        summary["phases"]["warm"] = {
+            "rc": rc,
+            "wall_s": round(wall, 1),
+            "command": "kernelpilot " + " ".join(cold_args) + " --remeasure",
+        }
+        shutil.copy(work / "warm" / "run.json", out / "run_warm.json") if (
+            work / "warm" / "run.json"
+        ).exists() else None
         save()
     if "gt" in phases:
         import yaml
 
         batch = {
             "target": "sm90",
-            "defaults": {"kernel": "gemm", "dtype": "bf16", "layout": "rr", "proposer": "exhaustive", "budget_configs": 1000, "space": GT_SPACE},
+            "defaults": {
+                "kernel": "gemm",
+                "dtype": "bf16",
+                "layout": "rr",
+                "proposer": "exhaustive",
+                "budget_configs": 1000,
+                "space": GT_SPACE,
+            },
             "workloads": [{"name": name, "dims": {"M": m, "N": n, "K": k}} for name, m, n, k in SHAPES],
         }
         bf = work / "gt.yaml"
@@ -176,7 +214,11 @@ def main() -> int:
             "--target-ms", str(args.target_ms),
         ]  # fmt: skip
         rc, wall = kp(gt_args, log)
-        summary["phases"]["gt"] = {"rc": rc, "wall_s": round(wall, 1), "command": "kernelpilot " + " ".join(gt_args)}
+        summary["phases"]["gt"] = {
+            "rc": rc,
+            "wall_s": round(wall, 1),
+            "command": "kernelpilot " + " ".join(gt_args),
+        }
         if (work / "gt" / "run.json").exists():
             shutil.copy(work / "gt" / "run.json", out / "run_gt.json")
         save()

@@ -32,7 +32,9 @@ workloads:
 def test_dry_run_renders_programs_and_cmake_without_gpu_or_compiler(tmp_path):
     f = _write(tmp_path, "b.yaml", GOOD)
     out = tmp_path / "out"
-    r = run_cli("tune", str(f), "--dry-run", "--out", str(out), env={"PATH": "/usr/bin:/bin", "CUTLASS_DIR": ""})
+    r = run_cli(
+        "tune", str(f), "--dry-run", "--out", str(out), env={"PATH": "/usr/bin:/bin", "CUTLASS_DIR": ""}
+    )
     assert r.returncode == 0, r.stderr
     plan = json.loads((out / "plan.json").read_text())
     names = [w["name"] for w in plan["workloads"]]
@@ -77,9 +79,22 @@ def test_bad_input_exits_2_names_file_workload_field_and_writes_nothing(tmp_path
 def test_missing_file_and_cli_errors(tmp_path):
     r = run_cli("tune", str(tmp_path / "nope.yaml"), "--dry-run", "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and "nope.yaml" in r.stderr
-    r = run_cli("tune", "--kernel", "gemm", "--dims", "M=1,N=8,K=8", "--dry-run", "--out", str(tmp_path / "o"))
+    r = run_cli(
+        "tune", "--kernel", "gemm", "--dims", "M=1,N=8,K=8", "--dry-run", "--out", str(tmp_path / "o")
+    )
     assert r.returncode == 2 and "--target" in r.stderr
-    r = run_cli("tune", "--target", "sm90", "--kernel", "gemm", "--dims", "M=1,N=8", "--dry-run", "--out", str(tmp_path / "o"))
+    r = run_cli(
+        "tune",
+        "--target",
+        "sm90",
+        "--kernel",
+        "gemm",
+        "--dims",
+        "M=1,N=8",
+        "--dry-run",
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert r.returncode == 2 and "K" in r.stderr
 
 

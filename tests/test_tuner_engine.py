@@ -18,7 +18,12 @@ pytestmark = pytest.mark.skipif(shutil.which("c++") is None, reason="needs a hos
 def _opts(tmp: Path, **kw) -> TuneOptions:
     kw.setdefault("batch_size", 32)  # few rounds: each round configures one CMake project
     return TuneOptions(
-        out_dir=tmp / "out", store_path=tmp / "store.sqlite", cache_dir=tmp / "cache", jobs=2, run_timeout_s=10, **kw
+        out_dir=tmp / "out",
+        store_path=tmp / "store.sqlite",
+        cache_dir=tmp / "cache",
+        jobs=2,
+        run_timeout_s=10,
+        **kw,
     )
 
 
@@ -60,7 +65,9 @@ def test_second_run_measures_nothing_and_builds_nothing(tmp_path):
 
 
 def test_shapes_share_binaries(tmp_path):
-    engine, states = _run(tmp_path, [_wl("a", budget=6), _wl("b", budget=6, dims={"M": 64, "N": 4096, "K": 8})])
+    engine, states = _run(
+        tmp_path, [_wl("a", budget=6), _wl("b", budget=6, dims={"M": 64, "N": 4096, "K": 8})]
+    )
     n_bins = len(list((tmp_path / "cache").glob("*/program")))
     labels = {t.label for s in states for t in s.tried}
     assert n_bins == len(labels)  # one binary per config, shared by both shapes
@@ -103,13 +110,19 @@ def test_model_proposer_respects_budget_and_beats_random_on_average(tmp_path):
 def test_kill_keeps_measurements(tmp_path):
     """Rows are committed one by one: a store opened while the run is going sees finished rows."""
     _run(tmp_path, [_wl(budget=4)])
-    rows = sqlite3.connect(tmp_path / "store.sqlite").execute("select count(*) from measurements").fetchone()[0]
+    rows = (
+        sqlite3.connect(tmp_path / "store.sqlite").execute("select count(*) from measurements").fetchone()[0]
+    )
     assert rows == 4
 
 
 def test_replay_serves_recorded_measurements_without_building(tmp_path):
     _run(tmp_path / "rec", [_wl()])
-    engine, [s] = _run(tmp_path / "rep", [_wl(proposer="model", budget=5)], replay=tmp_path / "rec" / "store.sqlite")
-    assert not (tmp_path / "rep" / "cache").exists() or not list((tmp_path / "rep" / "cache").glob("*/program"))
+    engine, [s] = _run(
+        tmp_path / "rep", [_wl(proposer="model", budget=5)], replay=tmp_path / "rec" / "store.sqlite"
+    )
+    assert not (tmp_path / "rep" / "cache").exists() or not list(
+        (tmp_path / "rep" / "cache").glob("*/program")
+    )
     assert {t.source for t in s.tried} == {"replay"}
     assert s.measured == 5

@@ -130,11 +130,17 @@ class ToyKernel:
         return {"M": dims["M"], "N": dims["N"], "K": dims["K"], "dtype": str(dtype), "layout": "rr"}
 
     def build_recipe(self, target: str, options: dict[str, Any]) -> BuildRecipe:
-        return BuildRecipe(compiler="c++", language="CXX", flags=("-O0", "-std=c++17"), include_dirs=(), toolchain_version="toy")
+        return BuildRecipe(
+            compiler="c++",
+            language="CXX",
+            flags=("-O0", "-std=c++17"),
+            include_dirs=(),
+            toolchain_version="toy",
+        )
 
     def render(self, config: ToyConfig, problem: dict[str, Any], target: str) -> RenderedProgram:
         src = (
-            f"#define TM {config.tile[0]}\n#define TN {config.tile[1]}\n#define SCHED \"{config.schedule}\"\n"
+            f'#define TM {config.tile[0]}\n#define TN {config.tile[1]}\n#define SCHED "{config.schedule}"\n'
             f"#define SCHED_B {1 if config.schedule == 'b' else 0}\n#define STR2(x) #x\n#define STR(x) STR2(x)\n"
             + PROGRAM.replace("LABEL", config.label())
         )

@@ -9,9 +9,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from kernelpilot.errors import InputError
 from kernelpilot.tile_tuner.engine import TuneEngine, TuneOptions, Workload, summarize_state
@@ -30,7 +30,8 @@ def get_tile_kernel(kind: str, target: str) -> Any:
             return k
     have = sorted({f"{k.kind} ({', '.join(k.targets)})" for k in kernels})
     raise InputError(
-        f"no tile kernel {kind!r} for target {target!r}; registered: {', '.join(have) or 'none'}", field="kernel"
+        f"no tile kernel {kind!r} for target {target!r}; registered: {', '.join(have) or 'none'}",
+        field="kernel",
     )
 
 

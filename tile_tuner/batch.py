@@ -103,7 +103,11 @@ def _where_from_loc(data: dict[str, Any], loc: tuple[Any, ...]) -> tuple[str, st
     """(workload description, field path) from a pydantic error location."""
     parts = [str(p) for p in loc]
     workload = ""
-    if len(loc) >= 2 and loc[0] in ("workloads", "tune-xpu", "tune-gpu", "tune", "tune_xpu", "tune_gpu") and isinstance(loc[1], int):
+    if (
+        len(loc) >= 2
+        and loc[0] in ("workloads", "tune-xpu", "tune-gpu", "tune", "tune_xpu", "tune_gpu")
+        and isinstance(loc[1], int)
+    ):
         key = loc[0]
         items = data.get(key if key in data else key.replace("_", "-")) or []
         name = items[loc[1]].get("name") if loc[1] < len(items) and isinstance(items[loc[1]], dict) else None
@@ -140,7 +144,9 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_batch(path: Path, cli_overrides: dict[str, Any] | None = None, cli_target: str | None = None) -> tuple[str, list[Workload], dict[str, Any]]:
+def load_batch(
+    path: Path, cli_overrides: dict[str, Any] | None = None, cli_target: str | None = None
+) -> tuple[str, list[Workload], dict[str, Any]]:
     """Parse a batch file into (target, workloads, extras).  CLI flags override the file."""
     data = read_yaml(path)
     overrides = {k: v for k, v in (cli_overrides or {}).items() if v is not None}
@@ -154,17 +160,23 @@ def load_batch(path: Path, cli_overrides: dict[str, Any] | None = None, cli_targ
         raise  # unreachable
     target = cli_target or batch.target
     if not target:
-        raise InputError("no target: set `target:` in the file or pass --target", file=str(path), field="target")
+        raise InputError(
+            "no target: set `target:` in the file or pass --target", file=str(path), field="target"
+        )
     names: set[str] = set()
     workloads: list[Workload] = []
     for i, spec in enumerate(batch.workloads):
         where = f"{path}: workload {spec.name!r} (workloads[{i}])"
         if spec.name in names:
-            raise InputError(f"workload {spec.name!r}: duplicate name", file=str(path), field=f"workloads[{i}].name")
+            raise InputError(
+                f"workload {spec.name!r}: duplicate name", file=str(path), field=f"workloads[{i}].name"
+            )
         names.add(spec.name)
         merged = dict(BUILTIN_DEFAULTS)
         merged.update({k: v for k, v in batch.defaults.model_dump().items() if v is not None})
-        merged.update({k: v for k, v in spec.model_dump().items() if v is not None and k not in ("name", "dims")})
+        merged.update(
+            {k: v for k, v in spec.model_dump().items() if v is not None and k not in ("name", "dims")}
+        )
         merged.update(overrides)
         workloads.append(_workload(spec.name, spec.dims, merged, target, where))
     return target, workloads, extras
@@ -175,7 +187,9 @@ def _workload(name: str, dims: dict[str, Any], merged: dict[str, Any], target: s
     if merged.get("layout") is not None and merged["kernel"] in ("gemm", "grouped_gemm", "moe_gemm"):
         dims.setdefault("layout", merged["layout"])
     if merged["proposer"] not in PROPOSERS:
-        raise InputError(f"{where}: proposer {merged['proposer']!r} not in {', '.join(PROPOSERS)}", field="proposer")
+        raise InputError(
+            f"{where}: proposer {merged['proposer']!r} not in {', '.join(PROPOSERS)}", field="proposer"
+        )
     return Workload(
         name=name,
         kernel=merged["kernel"],
@@ -192,7 +206,11 @@ def _workload(name: str, dims: dict[str, Any], merged: dict[str, Any], target: s
 
 
 def _load_xeforge(
-    path: Path, data: dict[str, Any], overrides: dict[str, Any], cli_target: str | None, extras: dict[str, Any]
+    path: Path,
+    data: dict[str, Any],
+    overrides: dict[str, Any],
+    cli_target: str | None,
+    extras: dict[str, Any],
 ) -> tuple[str, list[Workload], dict[str, Any]]:
     extras["format"] = "xe-forge"
     mode = data.get("mode")
@@ -205,9 +223,17 @@ def _load_xeforge(
     except ValidationError as exc:
         _raise_validation(path, data, exc)
         raise
-    entries = spec.tune_xpu if spec.tune_xpu is not None else spec.tune_gpu if spec.tune_gpu is not None else spec.tune
+    entries = (
+        spec.tune_xpu
+        if spec.tune_xpu is not None
+        else spec.tune_gpu
+        if spec.tune_gpu is not None
+        else spec.tune
+    )
     if not entries:
-        raise InputError("no workloads: expected a `tune-xpu:` list of {name, dims}", file=str(path), field="tune-xpu")
+        raise InputError(
+            "no workloads: expected a `tune-xpu:` list of {name, dims}", file=str(path), field="tune-xpu"
+        )
     kernel = XEFORGE_MODES[mode]
     if kernel == "fa":
         kernel = "fa_decode" if spec.fa_mode == "decode" else "fa_prefill"

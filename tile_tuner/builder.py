@@ -71,7 +71,9 @@ class BuildItem:
         return f"kp_{self.cache_key[:16]}"
 
     @classmethod
-    def create(cls, program: RenderedProgram, recipe: BuildRecipe, template_version: str, label: str = "") -> BuildItem:
+    def create(
+        cls, program: RenderedProgram, recipe: BuildRecipe, template_version: str, label: str = ""
+    ) -> BuildItem:
         h = hashlib.sha256()
         h.update(template_version.encode())
         h.update(recipe_fingerprint(recipe).encode())
@@ -243,10 +245,14 @@ def build_batch(
         binary = cache.binary(item.cache_key)
         failure = cache.failure(item.cache_key)
         if binary is not None:
-            outcomes[item.cache_key] = BuildOutcome(item.cache_key, "cached", binary, cache.log(item.cache_key))
+            outcomes[item.cache_key] = BuildOutcome(
+                item.cache_key, "cached", binary, cache.log(item.cache_key)
+            )
         elif failure is not None:
             status = "timeout" if "TIMEOUT" in failure else "build_failed"
-            outcomes[item.cache_key] = BuildOutcome(item.cache_key, status, None, cache.log(item.cache_key), message=failure)
+            outcomes[item.cache_key] = BuildOutcome(
+                item.cache_key, status, None, cache.log(item.cache_key), message=failure
+            )
         else:
             todo.append(item)
     if not todo:
@@ -272,14 +278,24 @@ def build_batch(
         cfg = subprocess.run(configure, capture_output=True, text=True, env=env)
         (project / "logs" / "cmake-configure.log").write_text(cfg.stdout + cfg.stderr)
         if cfg.returncode != 0:
-            msg = f"cmake configure failed (log {project / 'logs' / 'cmake-configure.log'}): " + (
-                cfg.stderr.strip().splitlines() or ["?"]
-            )[-1]
+            msg = (
+                f"cmake configure failed (log {project / 'logs' / 'cmake-configure.log'}): "
+                + (cfg.stderr.strip().splitlines() or ["?"])[-1]
+            )
             raise ToolMissingError(msg)
         # ninja -k 0: one failing config never stops the others
         proc = subprocess.Popen(
             # niced: compiles must not steal the CPU from a benchmark running on the GPU meanwhile
-            [*(["nice", "-n", "10"] if shutil.which("nice") else []), ninja, "-C", str(build_dir), "-k", "0", "-j", str(jobs)],
+            [
+                *(["nice", "-n", "10"] if shutil.which("nice") else []),
+                ninja,
+                "-C",
+                str(build_dir),
+                "-k",
+                "0",
+                "-j",
+                str(jobs),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -287,7 +303,9 @@ def build_batch(
             start_new_session=True,  # so a deadline can stop ninja and every compiler it started
         )
         try:
-            ninja_out, _ = proc.communicate(timeout=None if deadline is None else max(1.0, deadline - time.time()))
+            ninja_out, _ = proc.communicate(
+                timeout=None if deadline is None else max(1.0, deadline - time.time())
+            )
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             ninja_out, _ = proc.communicate()
@@ -301,10 +319,14 @@ def build_batch(
         text = log.read_text(errors="replace") if log.exists() else ""
         if binary.exists():
             stored = cache.store(item.cache_key, binary, log, None)
-            outcomes[item.cache_key] = BuildOutcome(item.cache_key, "built", stored, cache.log(item.cache_key), wall)
+            outcomes[item.cache_key] = BuildOutcome(
+                item.cache_key, "built", stored, cache.log(item.cache_key), wall
+            )
         elif stopped:
             # not a failure of the config: the run ran out of time; nothing is cached, a rerun builds it
-            outcomes[item.cache_key] = BuildOutcome(item.cache_key, "not_built", None, None, wall, "time budget")
+            outcomes[item.cache_key] = BuildOutcome(
+                item.cache_key, "not_built", None, None, wall, "time budget"
+            )
         else:
             timed_out = "TIMEOUT" in text
             status = "timeout" if timed_out else "build_failed"

@@ -17,10 +17,11 @@ from __future__ import annotations
 import math
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from kernelpilot.tile_tuner.builder import BuildCache, BuildItem, BuildOutcome, build_batch
 from kernelpilot.tile_tuner.proposers import History, Observation, make_proposer
@@ -144,7 +145,9 @@ class LocalBackend:
         self.kernel = kernel
         self.target = target
         self.options = options
-        self.recipe = kernel.build_recipe(target, {**options.kernel_options, "build_timeout_s": options.build_timeout_s})
+        self.recipe = kernel.build_recipe(
+            target, {**options.kernel_options, "build_timeout_s": options.build_timeout_s}
+        )
         check = getattr(kernel, "check_runtime", None)
         if check is not None:  # optional TileKernel method: raise ToolMissingError before any build
             check()
@@ -211,7 +214,9 @@ def measure_binary(
     if best is None:
         return "cannot_run", "no run-time variant", None, seconds
     best = dict(best)
-    best["variants"] = [{"runtime": r.get("runtime"), "status": r["status"], "time_ms": r.get("time_ms")} for r in all_raw]
+    best["variants"] = [
+        {"runtime": r.get("runtime"), "status": r["status"], "time_ms": r.get("time_ms")} for r in all_raw
+    ]
     return "ok", "", best, seconds
 
 
@@ -236,7 +241,12 @@ class ReplayBackend:
     def lookup(self, item: RoundItem) -> Measurement | None:
         st = item.state
         return self.replay.replay_lookup(
-            self.target, st.workload.kernel, st.problem["dtype"], st.problem.get("layout", ""), problem_key(st.problem), item.key
+            self.target,
+            st.workload.kernel,
+            st.problem["dtype"],
+            st.problem.get("layout", ""),
+            problem_key(st.problem),
+            item.key,
         )
 
     def measure(
@@ -250,7 +260,9 @@ def replay_result(m: Measurement | None) -> tuple[str, str, dict[str, Any] | Non
     if m is None:
         return "not_recorded", "config not in the replay store", None, 0.0
     result = dict(m.result or {})
-    result.setdefault("time_ms", {"median": m.time_ms, "min": m.time_min_ms, "max": m.time_max_ms, "repetitions": 1})
+    result.setdefault(
+        "time_ms", {"median": m.time_ms, "min": m.time_min_ms, "max": m.time_max_ms, "repetitions": 1}
+    )
     result["replayed_from"] = {"device": m.key.device, "toolchain": m.key.toolchain, "library": m.key.library}
     return m.status, m.reason, result, m.run_s
 
@@ -317,7 +329,13 @@ class TuneEngine:
     def make_state(self, w: Workload) -> WorkloadState:
         problem = self.kernel.validate_problem(w.dims, w.dtype, w.source or w.name)
         space = SearchSpace(
-            self.model, w.kernel, problem["dtype"], problem, self.device, w.space_filter, self.options.streamk_twins
+            self.model,
+            w.kernel,
+            problem["dtype"],
+            problem,
+            self.device,
+            w.space_filter,
+            self.options.streamk_twins,
         )
         proposer = make_proposer(w.proposer, space, w.seed, device=self.device, **self.proposer_options)
         state = WorkloadState(workload=w, problem=problem, space=space, proposer=proposer, kernel=self.kernel)
@@ -456,7 +474,13 @@ class TuneEngine:
             self._observe(item, res, source="replay" if self.options.replay else "measured")
 
     def _to_measurement(
-        self, item: RoundItem, status: str, reason: str, raw: dict[str, Any] | None, run_s: float, outcome: BuildOutcome | None
+        self,
+        item: RoundItem,
+        status: str,
+        reason: str,
+        raw: dict[str, Any] | None,
+        run_s: float,
+        outcome: BuildOutcome | None,
     ) -> Measurement:
         s = item.state
         time_ms = tmin = tmax = tflops = None
@@ -525,9 +549,15 @@ class TuneEngine:
             s.done, s.stop_reason = True, f"converged (no gain over the last {s.workload.patience} configs)"
 
     # ---- main -------------------------------------------------------------------------------
-    def run(self, workloads: list[Workload], states: list[WorkloadState] | None = None) -> list[WorkloadState]:
+    def run(
+        self, workloads: list[Workload], states: list[WorkloadState] | None = None
+    ) -> list[WorkloadState]:
         states = states or [self.make_state(w) for w in workloads]
-        self.store.record_run(self.run_id, self.options.command, {"target": self.target, "workloads": [w.name for w in workloads]})
+        self.store.record_run(
+            self.run_id,
+            self.options.command,
+            {"target": self.target, "workloads": [w.name for w in workloads]},
+        )
         speculative = all(getattr(s.proposer, "speculative", False) for s in states)
         try:
             inflight = self._start_round(states)
@@ -591,15 +621,27 @@ def summarize_state(s: WorkloadState, target: str, device: Any, kernel: Any) -> 
         },
         "default": None
         if default is None
-        else {"config": default.config, "label": default.label, "status": default.status, "time_ms": default.time_ms, "tflops": default.tflops},
-        "speedup_vs_default": (default.time_ms / best.time_ms) if (best and default and default.time_ms) else None,
+        else {
+            "config": default.config,
+            "label": default.label,
+            "status": default.status,
+            "time_ms": default.time_ms,
+            "tflops": default.tflops,
+        },
+        "speedup_vs_default": (default.time_ms / best.time_ms)
+        if (best and default and default.time_ms)
+        else None,
         "measured_configs": s.measured,
         "best_trace_ms": s.best_trace,
         "stop_reason": s.stop_reason,
         "model_disagreements": disagreements,
         "invalid_proposals": s.history.invalid,
         "tried": [t.__dict__ for t in s.tried],
-        "time_s": {"propose": round(s.propose_s, 3), "build_wait": round(s.build_s, 3), "benchmark": round(s.bench_s, 3)},
+        "time_s": {
+            "propose": round(s.propose_s, 3),
+            "build_wait": round(s.build_s, 3),
+            "benchmark": round(s.bench_s, 3),
+        },
         "peak_tflops": peak,
     }
 

@@ -27,11 +27,17 @@ def dry_run(groups: list[Any], options: Any, device: Any) -> dict[str, Any]:
         items: dict[str, BuildItem] = {}
         for w in g.workloads:
             problem = g.kernel.validate_problem(w.dims, w.dtype, w.source or w.name)
-            space = SearchSpace(g.model, w.kernel, problem["dtype"], problem, device, w.space_filter, options.streamk_twins)
+            space = SearchSpace(
+                g.model, w.kernel, problem["dtype"], problem, device, w.space_filter, options.streamk_twins
+            )
             default = space.default()
             history = History()
             history.pending.add(config_key(default))
-            proposer = make_proposer(w.proposer, space, w.seed, device=device) if w.proposer not in ("llm", "hybrid") else None
+            proposer = (
+                make_proposer(w.proposer, space, w.seed, device=device)
+                if w.proposer not in ("llm", "hybrid")
+                else None
+            )
             n = max(0, w.budget_configs - 1)
             proposals = proposer.propose(n, history) if proposer is not None else []
             configs = [default, *proposals]
@@ -46,7 +52,9 @@ def dry_run(groups: list[Any], options: Any, device: Any) -> dict[str, Any]:
                         "label": config_label(cfg),
                         "config": cfg.as_dict() if hasattr(cfg, "as_dict") else dict(cfg),
                         "valid": bool(check.valid),
-                        "violations": [v.model_dump() if hasattr(v, "model_dump") else v for v in check.violations],
+                        "violations": [
+                            v.model_dump() if hasattr(v, "model_dump") else v for v in check.violations
+                        ],
                         "cmake_target": item.target,
                         "cache_key": item.cache_key,
                         "is_default": cfg is default,

@@ -26,7 +26,21 @@ def write_json(doc: dict[str, Any], path: Path) -> Path:
 
 def write_csv(doc: dict[str, Any], path: Path) -> Path:
     """One row per (workload, config tried)."""
-    cols = ["workload", "kernel", "dtype", "dims", "order", "label", "is_default", "status", "time_ms", "tflops", "runtime", "source", "reason"]
+    cols = [
+        "workload",
+        "kernel",
+        "dtype",
+        "dims",
+        "order",
+        "label",
+        "is_default",
+        "status",
+        "time_ms",
+        "tflops",
+        "runtime",
+        "source",
+        "reason",
+    ]
     with path.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(cols)
@@ -64,7 +78,9 @@ def tile_shapes(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def plot_convergence(doc: dict[str, Any], path: Path, curves: dict[str, list[list[float | None]]] | None = None) -> Path:
+def plot_convergence(
+    doc: dict[str, Any], path: Path, curves: dict[str, list[list[float | None]]] | None = None
+) -> Path:
     """Best-so-far time (relative to the best found) vs measured configs, one line per workload, or
     per proposer when ``curves`` (proposer -> list of traces) is given."""
     import matplotlib
@@ -97,7 +113,9 @@ def plot_convergence(doc: dict[str, Any], path: Path, curves: dict[str, list[lis
     return path
 
 
-def plot_roofline(doc: dict[str, Any], path: Path, peak_tflops: float | None = None, bandwidth_gbs: float | None = None) -> Path:
+def plot_roofline(
+    doc: dict[str, Any], path: Path, peak_tflops: float | None = None, bandwidth_gbs: float | None = None
+) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -147,13 +165,28 @@ def console(doc: dict[str, Any]) -> None:
     from rich.table import Table
 
     con = Console()
-    table = Table(title=f"kernelpilot tune: {doc.get('target')} on {doc.get('device_name') or doc.get('device')}")
-    for col in ("workload", "dims", "best config", "runtime", "ms", "TFLOP/s", "% peak", "vs default", "tried", "stop"):
+    table = Table(
+        title=f"kernelpilot tune: {doc.get('target')} on {doc.get('device_name') or doc.get('device')}"
+    )
+    for col in (
+        "workload",
+        "dims",
+        "best config",
+        "runtime",
+        "ms",
+        "TFLOP/s",
+        "% peak",
+        "vs default",
+        "tried",
+        "stop",
+    ):
         table.add_column(col)
     for wl in doc.get("workloads", []):
         best = wl.get("best") or {}
         rt = best.get("runtime") or {}
-        rts = ",".join(f"{k[0]}={v}" for k, v in rt.items() if k in ("raster", "swizzle", "decomposition", "splits"))
+        rts = ",".join(
+            f"{k[0]}={v}" for k, v in rt.items() if k in ("raster", "swizzle", "decomposition", "splits")
+        )
         dims = " ".join(f"{k}={v}" for k, v in wl["dims"].items() if k != "layout")
         table.add_row(
             wl["name"],
@@ -172,10 +205,15 @@ def console(doc: dict[str, Any]) -> None:
         con.print(f"[bold red]{line}[/bold red]")
 
 
-def write_all(doc: dict[str, Any], out_dir: Path, *, plots: bool = True, basename: str = "run") -> dict[str, str]:
+def write_all(
+    doc: dict[str, Any], out_dir: Path, *, plots: bool = True, basename: str = "run"
+) -> dict[str, str]:
     """Write JSON, CSV, tile_shapes (Xe) and plots into ``out_dir``; returns name -> path."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"json": str(write_json(doc, out_dir / f"{basename}.json")), "csv": str(write_csv(doc, out_dir / f"{basename}.csv"))}
+    paths = {
+        "json": str(write_json(doc, out_dir / f"{basename}.json")),
+        "csv": str(write_csv(doc, out_dir / f"{basename}.csv")),
+    }
     if doc.get("target") in XE_TARGETS:
         p = out_dir / "tile_shapes.json"
         p.write_text(json.dumps(tile_shapes(doc), indent=1))

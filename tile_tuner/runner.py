@@ -32,7 +32,9 @@ class RunOutcome:
     raw: dict[str, Any] = field(default_factory=dict)
 
 
-def run_program(argv: list[str], env: dict[str, str] | None, timeout_s: float, cwd: Path | None = None) -> RunOutcome:
+def run_program(
+    argv: list[str], env: dict[str, str] | None, timeout_s: float, cwd: Path | None = None
+) -> RunOutcome:
     full_env = dict(os.environ)
     full_env.update(env or {})
     t0 = time.time()
@@ -52,9 +54,15 @@ def run_program(argv: list[str], env: dict[str, str] | None, timeout_s: float, c
         return RunOutcome("crashed", None, seconds, f"exit {proc.returncode}, unparsable result line: {exc}")
     raw = result.model_dump()
     code = proc.returncode
-    expected = {"ok": EXIT_OK, "cannot_run": EXIT_CANNOT_RUN, "wrong_result": EXIT_WRONG_RESULT}[result.status]
+    expected = {"ok": EXIT_OK, "cannot_run": EXIT_CANNOT_RUN, "wrong_result": EXIT_WRONG_RESULT}[
+        result.status
+    ]
     if code != expected:
         return RunOutcome(
-            "crashed", result, seconds, f"exit code {code} does not match reported status {result.status}", raw
+            "crashed",
+            result,
+            seconds,
+            f"exit code {code} does not match reported status {result.status}",
+            raw,
         )
     return RunOutcome(result.status, result, seconds, result.message, raw)

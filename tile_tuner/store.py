@@ -129,14 +129,16 @@ class ResultsStore:
         )  # fmt: skip
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row
+                "INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                row,
             )
             self._db.commit()
 
     def record_run(self, run_id: str, command: str, info: dict[str, Any]) -> None:
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO runs VALUES (?,?,?,?)", (run_id, time.time(), command, canonical(info))
+                "INSERT OR REPLACE INTO runs VALUES (?,?,?,?)",
+                (run_id, time.time(), command, canonical(info)),
             )
             self._db.commit()
 
@@ -187,7 +189,11 @@ class ResultsStore:
 
     def all(self, **where: str) -> list[Measurement]:
         clauses = " AND ".join(f"{k} = ?" for k in where)
-        sql = f"SELECT {self._COLS} FROM measurements" + (f" WHERE {clauses}" if clauses else "") + " ORDER BY created"
+        sql = (
+            f"SELECT {self._COLS} FROM measurements"
+            + (f" WHERE {clauses}" if clauses else "")
+            + " ORDER BY created"
+        )
         with self._lock:
             rows = self._db.execute(sql, tuple(where.values())).fetchall()
         return [self._row_to_measurement(r) for r in rows]

@@ -28,7 +28,9 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(doc, dict) or "workloads" not in doc:
         raise InputError("not a kernelpilot run document (no 'workloads')", file=str(path), field="workloads")
     if doc.get("dry_run"):
-        raise InputError("this is a dry-run plan, not a run; nothing was measured", file=str(path), field="dry_run")
+        raise InputError(
+            "this is a dry-run plan, not a run; nothing was measured", file=str(path), field="dry_run"
+        )
     out = Path(args.out) if args.out else path.parent
     paths = report.write_all(doc, out, plots=not args.no_plots, basename=path.stem if args.out else "report")
     report.console(doc)

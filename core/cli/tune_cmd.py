@@ -20,34 +20,53 @@ PROPOSERS = ("model", "exhaustive", "random", "bayes", "llm", "hybrid")
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", help="batch YAML (native schema or Xe-Forge format)")
     parser.add_argument("--target", help="target model: sm90, bmg, pvc, ... (overrides the YAML)")
-    parser.add_argument("--kernel", help="kernel kind for a single workload (gemm, grouped_gemm, moe_gemm, fa_prefill, fa_decode)")
+    parser.add_argument(
+        "--kernel",
+        help="kernel kind for a single workload (gemm, grouped_gemm, moe_gemm, fa_prefill, fa_decode)",
+    )
     parser.add_argument("--dims", help="single workload dims, e.g. M=8192,N=8192,K=8192")
     parser.add_argument("--name", help="single workload name (default: from the dims)")
     parser.add_argument("--dtype", help="data type (bf16, f16, ...)")
     parser.add_argument("--layout", help="GEMM layout: rr (x @ W, default) or rc")
     parser.add_argument("--proposer", choices=PROPOSERS, help="search strategy (default: model)")
-    parser.add_argument("--budget-configs", type=int, help="compile configs measured per workload (default 16)")
+    parser.add_argument(
+        "--budget-configs", type=int, help="compile configs measured per workload (default 16)"
+    )
     parser.add_argument("--budget-minutes", type=float, help="wall-clock budget for the whole run")
     parser.add_argument("--patience", type=int, help="stop a workload after N configs without a 0.5%% gain")
     parser.add_argument("--seed", type=int, help="proposer seed")
-    parser.add_argument("--space-filter", help='JSON filter of the legal space, e.g. \'{"tile_k": [64]}\'')
+    parser.add_argument("--space-filter", help="JSON filter of the legal space, e.g. '{\"tile_k\": [64]}'")
     parser.add_argument("--jobs", type=int, help="parallel compile jobs (default: from cores and memory)")
     parser.add_argument("--batch-size", type=int, help="configs proposed per round (default: --jobs)")
-    parser.add_argument("--out", default="kp_runs/latest", help="output folder (JSON, CSV, plots, build logs)")
+    parser.add_argument(
+        "--out", default="kp_runs/latest", help="output folder (JSON, CSV, plots, build logs)"
+    )
     parser.add_argument("--store", help="results store (default: .kernelpilot/results.sqlite)")
     parser.add_argument("--cache-dir", help="build cache (default: .kernelpilot/build_cache)")
     parser.add_argument("--remeasure", action="store_true", help="measure again what the store already has")
     parser.add_argument("--replay", help="serve measurements from a recorded store instead of running")
-    parser.add_argument("--dry-run", action="store_true", help="plan and render programs + CMake project; build nothing")
-    parser.add_argument("--device", help="catalogue device to model (default: detected, else the target's default)")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="plan and render programs + CMake project; build nothing"
+    )
+    parser.add_argument(
+        "--device", help="catalogue device to model (default: detected, else the target's default)"
+    )
     parser.add_argument("--run-timeout", type=float, default=120.0, help="seconds per benchmark run")
     parser.add_argument("--build-timeout", type=float, default=900.0, help="seconds per config compile")
     parser.add_argument("--target-ms", type=float, help="timed milliseconds per repetition in the program")
     parser.add_argument("--reps", type=int, help="timed repetitions per run-time variant")
-    parser.add_argument("--cutlass-dir", help="CUTLASS checkout or nvidia-cutlass --target folder (else CUTLASS_DIR)")
+    parser.add_argument(
+        "--cutlass-dir", help="CUTLASS checkout or nvidia-cutlass --target folder (else CUTLASS_DIR)"
+    )
     parser.add_argument("--json", action="store_true", help="print the run JSON instead of the table")
     parser.add_argument("--no-plots", action="store_true", help="skip PNG plots")
-    parser.add_argument("--no-streamk-twins", action="store_true", help="keep cooperative configs persistent-only")
+    parser.add_argument(
+        "--no-streamk-twins", action="store_true", help="keep cooperative configs persistent-only"
+    )
+    parser.add_argument("--gpus", help="benchmark on several GPUs of this host: all, or indices such as 0,1")
+    parser.add_argument(
+        "--cluster", help="run on Dask distributed: tcp://SCHEDULER:8786, or local (docs/distributed.md)"
+    )
 
 
 def _workloads(args: argparse.Namespace) -> tuple[str, list[Any], dict[str, Any]]:
@@ -63,7 +82,9 @@ def _workloads(args: argparse.Namespace) -> tuple[str, list[Any], dict[str, Any]
         except json.JSONDecodeError as exc:
             raise InputError(f"not JSON: {exc}", field="--space-filter") from exc
         if not isinstance(space, dict) or not all(isinstance(v, list) for v in space.values()):
-            raise InputError("must be a JSON object of field -> list of allowed values", field="--space-filter")
+            raise InputError(
+                "must be a JSON object of field -> list of allowed values", field="--space-filter"
+            )
     overrides = {
         "kernel": args.kernel,
         "dtype": args.dtype,
@@ -115,7 +136,9 @@ def run(args: argparse.Namespace) -> int:
         bench_args["reps"] = args.reps
     options = TuneOptions(
         out_dir=out_dir,
-        store_path=Path(args.store) if args.store else (out_dir / "replay_results.sqlite" if args.replay else state_dir / "results.sqlite"),
+        store_path=Path(args.store)
+        if args.store
+        else (out_dir / "replay_results.sqlite" if args.replay else state_dir / "results.sqlite"),
         cache_dir=Path(args.cache_dir) if args.cache_dir else state_dir / "build_cache",
         jobs=args.jobs,
         batch_size=args.batch_size,
@@ -128,6 +151,8 @@ def run(args: argparse.Namespace) -> int:
         bench_args=bench_args,
         kernel_options={"cutlass_dir": args.cutlass_dir} if args.cutlass_dir else {},
         streamk_twins=not args.no_streamk_twins,
+        gpus=args.gpus,
+        cluster=args.cluster,
         command="kernelpilot tune " + " ".join(shlex.quote(a) for a in sys.argv[2:]),
     )
     progress = _Progress(sum(w.budget_configs for w in workloads), quiet=args.json or args.dry_run)

@@ -31,14 +31,24 @@ NVCC_FLAGS = (
     "-Xptxas=-v",
 )
 DTYPES = {"bf16": "cutlass::bfloat16_t", "f16": "cutlass::half_t"}
-DTYPE_ALIASES = {"bf16": "bf16", "bfloat16": "bf16", "f16": "f16", "fp16": "f16", "float16": "f16", "half": "f16"}
+DTYPE_ALIASES = {
+    "bf16": "bf16",
+    "bfloat16": "bf16",
+    "f16": "f16",
+    "fp16": "f16",
+    "float16": "f16",
+    "half": "f16",
+}
 # layout names: first letter A, second B; "r" row-major, "c" column-major.  "rr" is x @ W in PyTorch.
 LAYOUTS = {
     "rr": ("cutlass::layout::RowMajor", "cutlass::layout::RowMajor"),
     "rc": ("cutlass::layout::RowMajor", "cutlass::layout::ColumnMajor"),
 }
 SCHEDULES = {
-    "cooperative": ("cutlass::gemm::KernelTmaWarpSpecializedCooperative", "cutlass::epilogue::TmaWarpSpecializedCooperative"),
+    "cooperative": (
+        "cutlass::gemm::KernelTmaWarpSpecializedCooperative",
+        "cutlass::epilogue::TmaWarpSpecializedCooperative",
+    ),
     "pingpong": ("cutlass::gemm::KernelTmaWarpSpecializedPingpong", "cutlass::epilogue::TmaWarpSpecialized"),
     "ws": ("cutlass::gemm::KernelTmaWarpSpecialized", "cutlass::epilogue::TmaWarpSpecialized"),
 }
@@ -57,7 +67,9 @@ def config_dict(config: Any) -> dict[str, Any]:
 def _norm_dtype(dtype: Any) -> str:
     name = str(getattr(dtype, "name", dtype)).lower()
     if name not in DTYPE_ALIASES:
-        raise InputError(f"dtype {dtype!r} is not supported by the CUTLASS sm90 GEMM; allowed: bf16, f16", field="dtype")
+        raise InputError(
+            f"dtype {dtype!r} is not supported by the CUTLASS sm90 GEMM; allowed: bf16, f16", field="dtype"
+        )
     return DTYPE_ALIASES[name]
 
 
@@ -70,7 +82,9 @@ def normalize(cfg: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"schedule {schedule!r} not in {sorted(SCHEDULES)}")
     epilogue = str(cfg.get("epilogue") or "tma")
     # stream-K is a scheduler of the cooperative kernel only (pingpong and ws static_assert on it)
-    tile_scheduler = str(cfg.get("tile_scheduler") or ("streamk" if schedule == "cooperative" else "persistent"))
+    tile_scheduler = str(
+        cfg.get("tile_scheduler") or ("streamk" if schedule == "cooperative" else "persistent")
+    )
     return {
         "tile": [int(t) for t in tile],
         "cluster": [int(c) for c in cluster[:2]],
@@ -83,11 +97,14 @@ def normalize(cfg: dict[str, Any]) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def _template():
-    from jinja2 import Environment, StrictUndefined
     from importlib.resources import files
 
+    from jinja2 import Environment, StrictUndefined
+
     text = files("kernelpilot.cpp_templates").joinpath("cuda", "gemm_sm90.cu.j2").read_text()
-    env = Environment(undefined=StrictUndefined, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        undefined=StrictUndefined, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True
+    )
     return env.from_string(text)
 
 
@@ -151,7 +168,9 @@ class CutlassSm90Gemm:
                 raise InputError(f"{where}: missing dim {name} (gemm needs M, N, K)", field=f"dims.{name}")
             value = dims[name]
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise InputError(f"{where}: dim {name}={value!r} must be a positive integer", field=f"dims.{name}")
+                raise InputError(
+                    f"{where}: dim {name}={value!r} must be a positive integer", field=f"dims.{name}"
+                )
             out[name] = value
         layout = str(dims.get("layout", "rr"))
         if layout not in LAYOUTS:
@@ -239,11 +258,20 @@ class CutlassSm90Gemm:
     def run_command(
         self, binary: Path, problem: dict[str, Any], runtime: dict[str, Any]
     ) -> tuple[list[str], dict[str, str]]:
-        variants = runtime.get("variants") or [runtime or {"raster": "H", "swizzle": 1, "decomp": "H", "splits": 1}]
+        variants = runtime.get("variants") or [
+            runtime or {"raster": "H", "swizzle": 1, "decomp": "H", "splits": 1}
+        ]
         spec = ",".join(
-            f"{v.get('raster', 'H')}:{v.get('swizzle', 1)}:{v.get('decomp', 'H')}:{v.get('splits', 1)}" for v in variants
+            f"{v.get('raster', 'H')}:{v.get('swizzle', 1)}:{v.get('decomp', 'H')}:{v.get('splits', 1)}"
+            for v in variants
         )
-        argv = [str(binary), f"--m={problem['M']}", f"--n={problem['N']}", f"--k={problem['K']}", f"--variants={spec}"]
+        argv = [
+            str(binary),
+            f"--m={problem['M']}",
+            f"--n={problem['N']}",
+            f"--k={problem['K']}",
+            f"--variants={spec}",
+        ]
         for key in ("target_ms", "reps", "seed"):
             if key in runtime:
                 argv.append(f"--{key}={runtime[key]}")

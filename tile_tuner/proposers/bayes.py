@@ -20,8 +20,8 @@ def _params(cfg: Any) -> dict[str, str]:
     d = cfg.as_dict() if hasattr(cfg, "as_dict") else dict(cfg)
     out: dict[str, str] = {}
     for name, value in d.items():
-        if name == "tile":
-            out.update({"tile_m": str(value[0]), "tile_n": str(value[1]), "tile_k": str(value[2])})
+        if name == "tile" and isinstance(value, list | tuple):
+            out.update({f"tile_{'mnk'[i]}": str(v) for i, v in enumerate(value[:3])})
         else:
             out[name] = value if isinstance(value, str) else str(value)
     return out
@@ -42,7 +42,9 @@ class BayesProposer(Proposer):
             for k, v in p.items():
                 values.setdefault(k, set()).add(v)
         self._dists = {
-            k: optuna.distributions.CategoricalDistribution(sorted(v)) for k, v in values.items() if len(v) > 1
+            k: optuna.distributions.CategoricalDistribution(sorted(v))
+            for k, v in values.items()
+            if len(v) > 1
         }
         sampler = optuna.samplers.TPESampler(
             seed=seed, n_startup_trials=int(options.get("startup", 4)), multivariate=True, constant_liar=True
@@ -60,7 +62,9 @@ class BayesProposer(Proposer):
             value = obs.time_ms if obs.time_ms is not None and math.isfinite(obs.time_ms) else 3.0 * worst
             params = {k: v for k, v in self._params[obs.key].items() if k in self._dists}
             self._study.add_trial(
-                self._optuna.trial.create_trial(params=params, distributions=self._dists, value=math.log(value))
+                self._optuna.trial.create_trial(
+                    params=params, distributions=self._dists, value=math.log(value)
+                )
             )
 
     def _propose(self, n: int, history: History) -> list[Any]:

@@ -30,7 +30,10 @@ def space_summary(space: Any) -> str:
 
 
 def build_prompt(space: Any, history: History, n: int, device: Any) -> list[dict[str, str]]:
-    rows = [f"  {config_label(o.config)}: " + (f"{o.time_ms:.4f} ms" if o.time_ms else o.status) for o in history.observations]
+    rows = [
+        f"  {config_label(o.config)}: " + (f"{o.time_ms:.4f} ms" if o.time_ms else o.status)
+        for o in history.observations
+    ]
     invalid = [f"  {json.dumps(i['config'])}: {'; '.join(i['violations'])}" for i in history.invalid[-10:]]
     limits = ""
     if device is not None:
@@ -52,7 +55,10 @@ def build_prompt(space: Any, history: History, n: int, device: Any) -> list[dict
         ]
     )
     return [
-        {"role": "system", "content": "You are a GPU performance engineer choosing CUTLASS tile configurations."},
+        {
+            "role": "system",
+            "content": "You are a GPU performance engineer choosing CUTLASS tile configurations.",
+        },
         {"role": "user", "content": text},
     ]
 
@@ -79,7 +85,9 @@ class LLMProposer(Proposer):
         except ValueError:
             history.invalid.append({"config": {"reply": reply[:200]}, "violations": ["reply is not JSON"]})
             return []
-        raw_list = data.get("configs", []) if isinstance(data, dict) else data if isinstance(data, list) else []
+        raw_list = (
+            data.get("configs", []) if isinstance(data, dict) else data if isinstance(data, list) else []
+        )
         out: list[Any] = []
         for raw in raw_list:
             if not isinstance(raw, dict):

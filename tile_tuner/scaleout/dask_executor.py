@@ -297,7 +297,9 @@ class DaskExecutor:
         client = self.client
         window = max(1, 2 * self._gpu_slots(client))  # keeps every GPU fed, lets the budget stop us
         todo = list(requests)
-        owner: dict[str, MeasureRequest] = {}
+        # requests by task key: two workloads on one problem may ask for the very same measurement
+        # in one round; one task serves both (the loop records what each asked for, as locally)
+        owner: dict[str, list[MeasureRequest]] = {}
         used = {
             r.outcome.cache_key: self._binaries.get(r.outcome.cache_key)
             for r in requests
@@ -316,8 +318,11 @@ class DaskExecutor:
                     job = self._job(backend, req)
                     if isinstance(job, tuple) and len(job) == 3 and callable(job[0]):
                         func, args, key = job
+                        if key in owner:
+                            owner[key].append(req)
+                            continue
                         fut = client.submit(func, *args, key=key, resources={"GPU": 1}, retries=BENCH_RETRIES)
-                        owner[fut.key] = req
+                        owner[key] = [req]
                         pending.add(fut)
                     else:
                         yield req, job, 0.0  # type: ignore[misc]
@@ -328,7 +333,7 @@ class DaskExecutor:
                     yield from feed()
                     continue
                 fut = next(pending)
-                req = owner.pop(fut.key)
+                reqs = owner.pop(fut.key)
                 try:
                     result, seconds, where = fut.result()
                     self.per_worker[where["worker"]] = self.per_worker.get(where["worker"], 0) + 1
@@ -339,7 +344,8 @@ class DaskExecutor:
                         0.0,
                     )
                 fut.release()
-                yield req, result, seconds
+                for req in reqs:
+                    yield req, result, seconds
                 yield from feed()
         finally:
             self.clock.stop(token)
