@@ -160,9 +160,10 @@ class TritonExecutor:
         """Run ``source`` in a worker against the oracle on inputs drawn from ``seed``; time it if correct."""
         if self.variant is None or self.kernel_path is None or self.oracle_path is None:
             raise RuntimeError("call prepare() before evaluate()")
-        problems = [p for p in self.validate(source) if p.startswith("syntax")]
+        problems = self.validate(source)
         if problems:
-            return Evaluation(verdict="compile_error", message="; ".join(problems))
+            verdict = "compile_error" if problems[0].startswith("syntax") else "invalid"
+            return Evaluation(verdict=verdict, message="; ".join(problems))
         data = self._run_worker(
             {"candidate_path": None, "seed": int(seed), "time_it": bool(time_it)}, [source]
         )

@@ -67,8 +67,22 @@ def validate_source(source: str, dsl: str = "triton") -> list[str]:
     except SyntaxError as exc:
         return [f"syntax error at line {exc.lineno}: {exc.msg}"]
     problems = []
-    if not jit_functions(tree, dsl):
+    kernels = {fn.name for fn in jit_functions(tree, dsl)}
+    if not kernels:
         problems.append("no @gluon.jit kernel found" if dsl == "gluon" else "no @triton.jit kernel found")
+    else:
+        launched = {
+            n.func.value.id
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Subscript)
+            and isinstance(n.func.value, ast.Name)
+        }
+        if not kernels & launched:
+            # A file whose forward computes with PyTorch ops alone would pass the oracle and "win".
+            problems.append(
+                f"none of the kernels ({', '.join(sorted(kernels))}) is launched (kernel[grid](...))"
+            )
     models = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"]
     if not models:
         problems.append(
