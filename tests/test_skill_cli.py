@@ -184,3 +184,31 @@ def test_claude_engine_writes_workspace_and_launches_only_when_asked(work: Path)
         time.sleep(0.1)
     args = (work / "claude_args.txt").read_text()
     assert "-p /optimize-kernel softmax" in args and "dangerously" not in args
+
+
+def test_profile_reports_spread_and_marks_interpreter(work: Path) -> None:
+    spec = ["-s", str(work / "softmax.yaml"), "--variant", "ci", "--device", "cpu"]
+    done = run_cli("skill", "profile", str(work / "softmax.py"), *spec, "--repeats", "2", "--json", cwd=work)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert len(data["runs"]) == 2 and all(
+        r["verdict"] == "correct" and r["interpreter"] for r in data["runs"]
+    )
+    assert data["median_ms"] > 0 and data["spread"] >= 0
+    # checked against the ORIGINAL's oracle (softmax_pytorch.py), not against itself
+    wrong = _wrong(work)
+    done = run_cli("skill", "profile", str(wrong), "--original", str(work / "softmax.py"), *spec, cwd=work)
+    assert done.returncode == 4 and "FAILED (incorrect)" in done.stdout
+
+
+def test_dsl_detection_and_unknown_dsl(work: Path) -> None:
+    gluon = REPO / "examples" / "gluon_softmax" / "gluon_softmax.py"
+    done = run_cli("skill", "analyze", str(gluon), "--json", cwd=work)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["dsl"] == "gluon"  # not claimed by the Triton plugin
+    plain = work / "plain.py"
+    plain.write_text("print('no kernel here')\n")
+    done = run_cli("skill", "analyze", str(plain), cwd=work)
+    assert done.returncode == 2 and "no plugin claims it" in done.stderr and "--dsl" in done.stderr
+    done = run_cli("skill", "validate", str(plain), "--dsl", "fortran", cwd=work)
+    assert done.returncode == 2 and "unknown dsl 'fortran'" in done.stderr and "triton" in done.stderr

@@ -55,6 +55,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("profile", help="repeated timings, spread, FLOP/s, bandwidth and roofline class")
     p.add_argument("file", type=Path)
     p.add_argument("--repeats", type=int, default=5, help="independent timed runs")
+    p.add_argument(
+        "--original",
+        type=Path,
+        help="the original kernel whose oracle applies (its _pytorch.py reference, else itself); default FILE",
+    )
     _kernel_args(p)
 
     trial = sub.add_parser("trial", help="the persisted trial tree").add_subparsers(
@@ -230,7 +235,7 @@ def _profile(args: argparse.Namespace) -> int:
     from kernelpilot.pipeline.session import open_session
 
     session = open_session(
-        args.file,
+        args.original or args.file,
         args.spec,
         variant=args.variant,
         device=args.device,
