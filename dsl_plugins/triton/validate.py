@@ -77,7 +77,7 @@ def validate_source(source: str, dsl: str = "triton") -> list[str]:
         if not kernels & launched:
             # A file whose forward computes with PyTorch ops alone would pass the oracle and "win".
             problems.append(
-                f"none of the kernels ({', '.join(sorted(kernels))}) is launched (kernel[grid](...))"
+                f"none of the kernels ({', '.join(sorted(kernels))}) is used; forward must launch one (kernel[grid](...))"
             )
     models = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"]
     if not models:
