@@ -14,6 +14,8 @@ Usage::
     python benchmarks/pipeline_rules_h200.py --device cuda --variant bench-gpu \
         --out benchmarks/results/pipeline_rules_h200.json
     python benchmarks/pipeline_rules_h200.py --device cpu --variant ci   # CPU smoke run (interpreter)
+    python benchmarks/pipeline_rules_h200.py --dsl gluon --examples gluon_softmax \
+        --out benchmarks/results/pipeline_rules_gluon_h200.json     # Gluon: dtype_fix only, GPU only
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kernelpilot.dsl_plugins.gluon.executor import GluonExecutor
+from kernelpilot.dsl_plugins.gluon.stages import gluon_stages
 from kernelpilot.dsl_plugins.triton.executor import TritonExecutor
 from kernelpilot.dsl_plugins.triton.stages import AutotuneRulesStage, DtypeFixRulesStage
 from kernelpilot.pipeline.contracts import STAGE_ORDER, Evaluation, StageContext
@@ -65,13 +69,23 @@ def faster(candidate: Evaluation, reference: Evaluation, noise: float) -> bool:
 
 
 def optimize(
-    name: str, device: str, variant: str, max_attempts: int, timeout_s: float | None = None
+    name: str,
+    device: str,
+    variant: str,
+    max_attempts: int,
+    timeout_s: float | None = None,
+    dsl: str = "triton",
 ) -> dict[str, Any]:
     folder = REPO / "examples" / name
     kernel = folder / f"{name}.py"
     spec = load_spec(folder / f"{name}.yaml")
     settings = load_settings(spec=spec.tolerance_settings(variant), env_file=None)
-    ex = TritonExecutor("triton", device, settings, timeout_s=timeout_s)
+    if dsl == "gluon":
+        ex: TritonExecutor = GluonExecutor(device, settings, timeout_s=timeout_s)
+        rules = gluon_stages()
+    else:
+        ex = TritonExecutor("triton", device, settings, timeout_s=timeout_s)
+        rules = [DtypeFixRulesStage(), AutotuneRulesStage()]
     ex.prepare(kernel, spec, variant)
     original = kernel.read_text()
     record: dict[str, Any] = {
@@ -89,7 +103,7 @@ def optimize(
         record["error"] = "baseline is not correct against the oracle"
         return record
     current, current_ev = original, base
-    stages = {s.stage: s for s in (DtypeFixRulesStage(), AutotuneRulesStage())}
+    stages = {s.stage: s for s in rules}
     for stage_name in [s for s in STAGE_ORDER if s in stages]:
         stage = stages[stage_name]
         feedback: list[str] = []
@@ -98,7 +112,7 @@ def optimize(
         for attempt in range(max_attempts):
             ctx = StageContext(
                 stage=stage_name,
-                dsl="triton",
+                dsl=dsl,
                 device=device,
                 original_source=original,
                 current_source=current,
@@ -160,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cuda", choices=("cuda", "xpu", "cpu"))
     parser.add_argument("--variant", default="bench-gpu")
+    parser.add_argument("--dsl", default="triton", choices=("triton", "gluon"))
     parser.add_argument("--examples", nargs="*", default=list(EXAMPLES))
     parser.add_argument("--max-attempts", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=None, help="seconds per worker process")
@@ -171,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "device": args.device,
         "variant": args.variant,
+        "dsl": args.dsl,
         "noise_margin": NOISE,
         "method": "stage loop with the rules engine (dtype_fix, autotuning), each candidate checked against "
         "the PyTorch reference on fresh random inputs; final original vs optimized re-checked on new inputs "
@@ -181,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.examples:
         print(f"== {name}", flush=True)
         try:
-            rec = optimize(name, args.device, args.variant, args.max_attempts, args.timeout)
+            rec = optimize(name, args.device, args.variant, args.max_attempts, args.timeout, args.dsl)
         except Exception as exc:  # noqa: BLE001 - one failing example never kills the batch
             rec = {"example": name, "error": f"{type(exc).__name__}: {exc}"}
         results["examples"].append(rec)
