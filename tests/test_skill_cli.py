@@ -130,6 +130,11 @@ def test_optimize_rules_engine_end_to_end(work: Path) -> None:
         "--variant", "ci", "--device", "cpu", "--seed", "777", cwd=work,
     )  # fmt: skip
     assert check.returncode == 0, check.stdout + check.stderr
+    # an agent can continue the pipeline's tree with the checking `trial add`
+    tree = ["--trials-dir", str(work / "trials"), "--name", "softmax"]
+    added = run_cli("skill", "trial", "add", str(_wrong(work)), "--parent", "t0", "--stage", "fusion", *tree)
+    assert added.returncode == 4 and "incorrect" in added.stdout, added.stderr
+    assert "fusion incorrect" in run_cli("skill", "trial", "status", *tree).stdout
 
 
 def test_optimize_input_errors(work: Path) -> None:

@@ -87,6 +87,15 @@ def spec_summary(spec: Any, variant: str) -> str:
     return text
 
 
+def strip_fence(code: str) -> str:
+    """Models often wrap the file in a ```python fence even inside JSON; the file is what is inside."""
+    text = code.strip()
+    if text.startswith("```"):
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+        text = text.rsplit("```", 1)[0] if "```" in text else text
+    return text.rstrip() + "\n"
+
+
 class LLMStage:
     """Generic optimize stage: renders ``stage_<stage>.md.j2`` (or ``optimize.md.j2``) and asks the model."""
 
@@ -103,7 +112,7 @@ class LLMStage:
         reply = context.llm.structured(
             [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}], OptimizeReply
         )
-        return [reply.code] if reply.code.strip() else []
+        return [strip_fence(reply.code)] if reply.code.strip() else []
 
 
 def llm_analysis(context: StageContext) -> list[Issue]:

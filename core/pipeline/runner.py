@@ -131,6 +131,13 @@ class Pipeline:
         self.executor.prepare(Path(self.opt.kernel_path), self.spec, self.opt.variant)
         self.store = self._open_store()
         self.record.trial_tree = str(self.store.dir)
+        # what `kernelpilot skill trial add` needs to continue this tree (e.g. an agent after the run)
+        for key, value in {
+            "spec_path": str(Path(self.opt.spec_path).resolve()),
+            "rtol": str(self.settings.correctness_rtol),
+            "atol": str(self.settings.correctness_atol),
+        }.items():
+            self.store.set_meta(key, value)
 
         baseline_node, baseline = self._baseline()
         self._flush()
