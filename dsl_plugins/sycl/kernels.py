@@ -8,6 +8,8 @@ programs print one ``ProgramResult`` JSON line and exit 0 / 3 (cannot run) / 4 (
 from __future__ import annotations
 
 import math
+import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,11 @@ TIMING_KEYS = ("warmup", "iterations", "repetitions")
 def library_version_for_render() -> str:
     """sycl-tla release baked into every program (and so into its output); 'not found' in dry runs
     without headers -- the build recipe refuses to build then anyway."""
+    return _library_version(os.environ.get("SYCL_TLA_DIR", ""))
+
+
+@lru_cache(maxsize=8)
+def _library_version(sycl_tla_dir: str) -> str:
     try:
         tree = sycl_tla.find_sycl_tla()
     except Exception:  # noqa: BLE001 - a broken tree is reported by build_recipe, not by render
@@ -50,19 +57,23 @@ class SyclTileKernel:
         (the recipe then names icpx and the headers that would be used) so a dry run can render."""
         dry = bool(options.get("dry_run"))
         aot = sycl_tla.aot_device(target, options)
+        problems_found: list[str] = []
         tree = None
         try:
             tree = sycl_tla.require_sycl_tla(self.kind, options.get("sycl_tla_dir"))
-        except ToolMissingError:
-            if not dry:
-                raise
+        except ToolMissingError as exc:
+            problems_found.append(str(exc))
             tree = sycl_tla.find_sycl_tla(options.get("sycl_tla_dir"))
         icpx, banner = "icpx", ""
         try:
             icpx, banner = sycl_tla.require_icpx(options.get("icpx"))
-        except ToolMissingError:
-            if not dry:
-                raise
+        except ToolMissingError as exc:
+            problems_found.append(str(exc))
+        if problems_found and not dry:
+            # every missing piece at once, before anything is built or run
+            raise ToolMissingError(
+                f"cannot build {self.kind} programs for {target}: " + " | ".join(problems_found)
+            )
         return BuildRecipe(
             compiler=icpx,
             language="CXX",

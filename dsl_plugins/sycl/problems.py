@@ -126,9 +126,13 @@ def validate_grouped(dims: dict[str, Any], dtype: Any, where: str) -> dict[str, 
         shapes = [[m, n, k] for _ in range(groups)]
     for i, (m, n, k) in enumerate(shapes):
         gemm_alignment(m, n, k, layout, pair, out, f"{where} (group {i})")
+    # M, N, K: the element-wise largest group, for the target model's estimates and checks (every group's
+    # own alignment was checked above; each max is some aligned group's extent, so it is aligned too).
+    biggest = {d: max(s[i] for s in shapes) for i, d in enumerate(("M", "N", "K"))}
     return {
         "shapes": shapes,
         "groups": len(shapes),
+        **biggest,
         "layout": layout,
         "dtype": pair.as_json(),
         "out_dtype": out,

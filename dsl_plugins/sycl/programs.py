@@ -56,6 +56,11 @@ def template_text(name: str) -> str:
     return files("kernelpilot.cpp_templates").joinpath("sycl", name).read_text()
 
 
+@cache
+def _template(name: str):
+    return _env().from_string(template_text(name))
+
+
 def common_header() -> str:
     return template_text(COMMON_HEADER)
 
@@ -200,6 +205,12 @@ def _gemm_context(
 
 def fa_config(cfg: dict[str, Any], problem: dict[str, Any]) -> dict[str, Any]:
     """qk / pv / out / sg layouts / stages / causal / persistent of a flash-attention config."""
+    if cfg.get("api", "new") != "new":
+        raise ValueError(
+            f"flash-attention config with api={cfg.get('api')!r}: the model checks sycl-tla's legacy FA tile "
+            "vocabulary, but kernelpilot benchmarks the current applications/flash_attention_v2 kernel only; "
+            "rendering it on the new API would measure a different kernel under this label"
+        )
     qk = _ints(cfg.get("qk"), 3, "qk")
     pv = _ints(cfg.get("pv"), 3, "pv")
     out = _ints(cfg.get("out"), 2, "out")
@@ -272,7 +283,7 @@ def render_program(
         context = _fa_context(kind, cfg, problem, target, version)
     else:
         context = _gemm_context(kind, cfg, problem, target, version)
-    source = _env().from_string(template_text(TEMPLATES[kind])).render(**context)
+    source = _template(TEMPLATES[kind]).render(**context)
     return {f"{kind}.cpp": source, COMMON_HEADER: common_header()}
 
 

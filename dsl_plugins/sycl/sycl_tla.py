@@ -249,9 +249,10 @@ def require_icpx(explicit: str | None = None) -> tuple[str, str]:
 
 
 def aot_device(target: str, options: dict[str, Any]) -> str:
-    """The ``-device`` for ocloc: an explicit ``aot_device`` wins, then the catalogue entry of the chosen
-    ``device``, then the target's default device.  Never guessed from a live GPU behind the user's back."""
-    explicit = options.get("aot_device")
+    """The ``-device`` for ocloc: an explicit ``aot_device`` (option, else ``KERNELPILOT_AOT_DEVICE``) wins,
+    then the catalogue entry of the chosen ``device``, then the target's default device.  A device object
+    (the tuner's resolved catalogue entry) is accepted as well as a catalogue key or name."""
+    explicit = options.get("aot_device") or os.environ.get("KERNELPILOT_AOT_DEVICE")
     if explicit:
         return str(explicit)
     from kernelpilot.hw_models.catalogue import DEFAULT_DEVICE, get_device
