@@ -377,6 +377,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         result["extra"]["arithmetic_intensity"] = flop / moved
     if device == "cuda":
         result["extra"]["device_name"] = torch.cuda.get_device_name()
+    elif device == "xpu":
+        result["extra"]["device_name"] = torch.xpu.get_device_name()
     result["extra"]["autotune_choice"] = autotuned_choices(cand_mod)
     if math.isnan(timing["median_ms"]):
         result["verdict"] = "runtime_error"
@@ -464,7 +466,8 @@ def run_side_by_side(job: dict[str, Any]) -> dict[str, Any]:
             entry["extra"]["round_medians_ms"] = samples[i]
         if modules[i] is not None:
             entry["extra"]["autotune_choice"] = autotuned_choices(modules[i])
-    return {"entries": entries, "device_name": torch.cuda.get_device_name() if device == "cuda" else device}
+    names = {"cuda": lambda: torch.cuda.get_device_name(), "xpu": lambda: torch.xpu.get_device_name()}
+    return {"entries": entries, "device_name": names[device]() if device in names else device}
 
 
 def main(argv: list[str] | None = None) -> int:
