@@ -158,6 +158,9 @@ def test_resume_reuses_measurements_and_refuses_other_kernel(tmp_path: Path) -> 
     # a different kernel under the same trial name is refused, not mixed in
     with pytest.raises(InputError, match="kernel_sha"):
         _run(tmp_path, stages(), base="# time=3")
+    # so are verdicts stored under other tolerances
+    with pytest.raises(InputError, match="tolerances: tree has 'rtol=0.01"):
+        _run(tmp_path, stages(), settings_kw={"correctness_rtol": 0.1})
 
 
 def test_interpreter_timings_only_accept_in_correctness_only_stages(tmp_path: Path) -> None:

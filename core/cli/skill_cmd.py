@@ -339,7 +339,7 @@ def _trial(args: argparse.Namespace) -> int:
 
 def _trial_init(args: argparse.Namespace) -> int:
     from kernelpilot.pipeline.session import open_session
-    from kernelpilot.trials.store import TreeIdentity, TrialStore, sha256_text
+    from kernelpilot.trials.store import TreeIdentity, TrialStore, sha256_text, tolerance_key
 
     session = open_session(
         args.file,
@@ -357,6 +357,7 @@ def _trial_init(args: argparse.Namespace) -> int:
         dsl=session.dsl,
         device=session.device,
         kernel_path=str(args.file.resolve()),
+        tolerances=tolerance_key(session.settings.correctness_rtol, session.settings.correctness_atol),
     )
     root = args.trials_dir or Path(session.settings.trials_dir)
     store = TrialStore.open(

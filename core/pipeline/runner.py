@@ -26,7 +26,7 @@ from kernelpilot.pipeline.noise import estimate_noise, is_faster, not_slower
 from kernelpilot.pipeline.planner import PlannedStage, make_plan
 from kernelpilot.pipeline.record import RunRecord, StageReport
 from kernelpilot.pipeline.static_analysis import static_issues
-from kernelpilot.trials.store import TreeIdentity, TrialNode, TrialStore, sha256_text
+from kernelpilot.trials.store import TreeIdentity, TrialNode, TrialStore, sha256_text, tolerance_key
 
 FINAL_SEED_OFFSET = 1_000_003  # final checks use seeds no candidate check used
 CONFIRM_SEED_OFFSET = 500_009  # side-by-side confirmations of stage acceptances
@@ -200,6 +200,7 @@ class Pipeline:
             dsl=self.opt.dsl,
             device=self.opt.device,
             kernel_path=str(Path(self.opt.kernel_path).resolve()),
+            tolerances=tolerance_key(self.settings.correctness_rtol, self.settings.correctness_atol),
         )
         name = self.opt.trial_name or Path(self.opt.kernel_path).stem
         return TrialStore.open(

@@ -72,15 +72,23 @@ class TreeIdentity:
     dsl: str
     device: str
     kernel_path: str = ""  # informational only (the same kernel may move)
+    tolerances: str = ""  # e.g. "rtol=0.01,atol=1e-05": verdicts stored under other tolerances do not apply
 
     def key_fields(self) -> dict[str, str]:
-        return {
+        fields = {
             "kernel_sha": self.kernel_sha,
             "spec_sha": self.spec_sha,
             "variant": self.variant,
             "dsl": self.dsl,
             "device": self.device,
         }
+        if self.tolerances:
+            fields["tolerances"] = self.tolerances
+        return fields
+
+
+def tolerance_key(rtol: float, atol: float) -> str:
+    return f"rtol={float(rtol)!r},atol={float(atol)!r}"
 
 
 @dataclass
