@@ -155,3 +155,39 @@ def test_space_bad_input_exit_2() -> None:
     assert run_cli("space", "--target", "sm90", "--kernel", "gemm", "--dtype", "fp9").returncode == 2
     proc = run_cli("space", "--target", "sm90", "--kernel", "gemm", "--dtype", "bf16", "--dims", "M=8x")
     assert proc.returncode == 2 and "M" in proc.stderr
+    proc = run_cli("space", "--target", "sm90", "--kernel", "gemm", "--dtype", "tf32", "--layout", "rr")
+    assert proc.returncode == 2 and "--dims" in proc.stderr
+
+
+def test_space_layout_rules_apply() -> None:
+    """tf32 needs K-major operands on sm90: a row/row problem has no legal config, row/col has many."""
+    rr = run_cli(
+        "space",
+        "--target",
+        "sm90",
+        "--kernel",
+        "gemm",
+        "--dtype",
+        "tf32",
+        "--layout",
+        "rr",
+        "--dims",
+        "M=4096,N=4096,K=4096",
+        "--json",
+    )
+    rc = run_cli(
+        "space",
+        "--target",
+        "sm90",
+        "--kernel",
+        "gemm",
+        "--dtype",
+        "tf32",
+        "--layout",
+        "rc",
+        "--dims",
+        "M=4096,N=4096,K=4096",
+        "--json",
+    )
+    assert json.loads(rr.stdout)["space_size"] == 0
+    assert json.loads(rc.stdout)["space_size"] > 20

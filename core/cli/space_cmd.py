@@ -72,18 +72,16 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 0:
         raise InputError("--top must be >= 0", field="top")
     dims = parse_dims(args.dims)
+    if args.layout and not dims:
+        raise InputError("--layout selects problem-level rules and needs --dims", field="layout")
     problem: dict[str, Any] | None = None
     if dims:
         problem = {**dims, "dtype": dtype.as_json()}
         if args.layout:
             problem["layout"] = args.layout
-    elif args.layout:
-        problem = {"layout": args.layout, "dtype": dtype.as_json()}
     device = model.device(args.device)
 
-    configs = list(model.enumerate(args.kernel, dtype.as_json(), problem if dims else None))
-    if problem is not None and not dims:
-        configs = [c for c in configs if model.check(c, problem).valid]
+    configs = list(model.enumerate(args.kernel, dtype.as_json(), problem))
     flops = None
     ranked: list[tuple[float, Any]] = []
     default_entry = None
