@@ -88,8 +88,12 @@ class SourceKernel:
         array = tensor_array(tensors)
         torch = self.torch
 
+        on_gpu = any(t.is_cuda for t in tensors)
+
         def launch() -> None:
-            stream = torch.cuda.current_stream().cuda_stream
+            # torch's current stream (0 = the legacy default stream); host tensors (the ABI contract
+            # test) get no stream
+            stream = torch.cuda.current_stream().cuda_stream if on_gpu else None
             code = self.forward(array, len(tensors), stream)
             if code != 0:
                 raise RuntimeError(f"kp_forward returned {code} (a cudaError_t code if non-zero)")
