@@ -140,7 +140,7 @@ class DaskExecutor:
                 "(start one worker per GPU with --resources GPU=1)",
                 field="--gpus",
             )
-        return cls(address, gpus=gpus, vendor=vendor, options=options)
+        return cls(address, gpus=gpus, vendor=vendor, options=options).start()
 
     # ---- connection ----------------------------------------------------------------------------
     @property
@@ -161,8 +161,15 @@ class DaskExecutor:
                             f"--cluster {self.address}: cannot reach the scheduler: {exc}"
                         ) from exc
                 self._wait_for_gpu_workers(self._client)
+                self._client.run(jobs.warm_worker)  # imports + plugin registry before the first task
                 self.startup_s = time.monotonic() - t0
             return self._client
+
+    def start(self) -> DaskExecutor:
+        """Connect (or start the local cluster) in the background while the loop validates the
+        batch and renders the first round; the first build or benchmark waits for it."""
+        self._build_pool.submit(lambda: self.client)
+        return self
 
     @staticmethod
     def _gpu_slots(client: Any) -> int:
@@ -216,6 +223,7 @@ class DaskExecutor:
                     work_dir=str((Path(opts.out_dir) / "build").resolve()),
                     jobs=opts.jobs,
                     timeout_s=opts.build_timeout_s,
+                    deadline=getattr(backend, "deadline", None),
                 )
                 key = "kp-build-" + _digest(chunk.fingerprint, [i.cache_key for i in part])
                 fut = client.submit(

@@ -38,6 +38,7 @@ class BuildChunk:
     work_dir: str
     jobs: int | None
     timeout_s: float
+    deadline: float | None = None  # wall-clock end of --budget-minutes (time.time() scale)
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,15 @@ def worker_identity() -> dict[str, str]:
     return {"worker": name, "host": socket.gethostname(), "gpu": gpu}
 
 
+def warm_worker() -> str:
+    """Import the tuner and load the plugins once per worker, ahead of its first task."""
+    from kernelpilot.plugins import get_registry
+    from kernelpilot.tile_tuner import engine  # noqa: F401
+
+    get_registry().collect("kp_tile_kernels")
+    return socket.gethostname()
+
+
 def run_build_chunk(chunk: BuildChunk) -> dict[str, BuiltBinary]:
     """Build ``chunk`` with this worker's toolchain into the (shared or local) content cache."""
     from kernelpilot.tile_tuner.builder import BuildCache, build_batch, recipe_fingerprint
@@ -135,7 +145,15 @@ def run_build_chunk(chunk: BuildChunk) -> dict[str, BuiltBinary]:
         )
     cache = BuildCache(_usable_dir(chunk.cache_dir, "build_cache"))
     work = _usable_dir(chunk.work_dir, "build")
-    outcomes = build_batch(list(chunk.items), recipe, cache, work, jobs=chunk.jobs, timeout_s=chunk.timeout_s)
+    outcomes = build_batch(
+        list(chunk.items),
+        recipe,
+        cache,
+        work,
+        jobs=chunk.jobs,
+        timeout_s=chunk.timeout_s,
+        deadline=chunk.deadline,
+    )
     host = socket.gethostname()
     out: dict[str, BuiltBinary] = {}
     for key, o in outcomes.items():

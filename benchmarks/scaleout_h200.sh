@@ -1,0 +1,18 @@
+#!/bin/bash
+# Issue 8, one H200: the same GEMM batch in-process and through `--cluster local` (Dask), side by side.
+# Run on the device from the repository root, carrying the git-ignored inputs:
+#   run(command="bash benchmarks/scaleout_h200.sh", carry=[".whl", ".kp-cutlass"], kind="nvidia-h200")
+# Writes $OUT/scaleout_h200.json (copy it to benchmarks/results/) plus the per-run JSONs in $OUT/runs.
+# About 6-9 minutes: a cold warm-up build (~3 GEMM shapes x 6 configs, --jobs 16), then 2 alternating
+# pairs of in-process / cluster runs on the warm cache.  Extra arguments go to scaleout_bench.py
+# (e.g. --reps 1, --workloads 2, --budget 4 to make it shorter).
+set -o pipefail
+T0=$(date +%s)
+source benchmarks/scaleout_setup.sh || exit 1
+echo "setup took $(( $(date +%s) - T0 )) s"
+PYTHONUNBUFFERED=1 python3 benchmarks/scaleout_bench.py h200 --out "$OUT" --work "$OUT/runs" --jobs 16 \
+  --deadline-s $(( ${BUDGET_S:-570} - ($(date +%s) - T0) )) "$@" 2>&1 | tee "$OUT/driver.log"
+rc=$?
+rm -rf "$OUT"/runs/cache "$OUT"/runs/*/build  # build trees and binaries stay on the device
+echo "total $(( $(date +%s) - T0 )) s"
+exit $rc
