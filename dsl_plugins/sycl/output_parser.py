@@ -92,6 +92,9 @@ def parse_library_output(text: str, kernel: str = "") -> ProgramResult:
         if (b := _MEM_BW.search(text)) is not None:
             result["gbps"] = float(b.group(1))
     else:
+        if status == "wrong_result":  # the examples stop before timing when verification fails
+            result["message"] = "Disposition: Failed (no timing printed)"
+            return ProgramResult.model_validate(result)
         result["status"] = "cannot_run"
         result.pop("verification", None)
         result["message"] = "no performance line in the output"
