@@ -10,7 +10,7 @@ way).  Spec extension::
       constraints:                # every expression must hold (dims of the variant are in scope)
         - "BLOCK_M * BLOCK_K % THREADS == 0"
         - "BLOCK_M <= M"
-      max_configs: 12             # candidates per attempt of the autotuning stage (default 12)
+      max_configs: 12             # candidates per attempt of the autotuning stage (default 8)
 
 In the kernel each parameter is a constant the stage can rewrite, either
 ``#define NAME value`` (usually inside ``#ifndef NAME`` ... ``#endif``) or
@@ -68,7 +68,7 @@ class TunablesModel(BaseModel):
 
     parameters: dict[str, Parameter] = Field(min_length=1)
     constraints: list[str] = Field(default_factory=list)
-    max_configs: int = Field(12, ge=1, le=1000)
+    max_configs: int = Field(8, ge=1, le=1000)
     max_threads: int = Field(1024, ge=1)
 
     @field_validator("parameters", mode="before")
@@ -88,7 +88,7 @@ class TunablesModel(BaseModel):
 class Tunables:
     parameters: dict[str, Parameter]
     constraints: list[str]
-    max_configs: int = 12
+    max_configs: int = 8
     max_threads: int = 1024
     source: str | None = None  # spec path, for error messages
     problems: dict[tuple[tuple[str, int], ...], str] = field(default_factory=dict)
