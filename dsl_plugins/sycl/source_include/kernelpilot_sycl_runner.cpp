@@ -12,7 +12,7 @@ KP_EXPORT int kp_forward(sycl::queue* q, const kp_tensor* args, int num_args);
 int main(int argc, char** argv) {
   const kp_io::Args a = kp_io::parse_args(argc, argv);
   const std::vector<kp_io::Entry> entries = kp_io::read_manifest(a.input_dir);
-  sycl::queue q{sycl::default_selector_v, sycl::property::queue::in_order{}};
+  sycl::queue q{sycl::default_selector_v, sycl::property_list{sycl::property::queue::in_order{}}};
   const std::string device = q.get_device().get_info<sycl::info::device::name>();
 
   std::vector<void*> buffers;
