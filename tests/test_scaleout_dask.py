@@ -1,4 +1,4 @@
-"""Many hosts, on CPUs: a Dask LocalCluster whose workers declare fake ``GPU`` resources runs a batch
+"""Many hosts, on CPUs: a Dask LocalCluster whose (two) workers declare fake ``GPU`` resources runs a batch
 through the replay backend.  Every workload must finish, the results must equal the single-process
 run, and a worker killed while it runs a benchmark task must lose and duplicate nothing."""
 
@@ -85,7 +85,7 @@ def baseline(batch):
 @pytest.fixture(scope="module")
 def cluster():
     with distributed.LocalCluster(
-        n_workers=3, threads_per_worker=2, processes=True, resources={"GPU": 1},
+        n_workers=2, threads_per_worker=2, processes=True, resources={"GPU": 1},
         dashboard_address=None, memory_limit=0, silence_logs=50,
     ) as c:  # fmt: skip
         yield c

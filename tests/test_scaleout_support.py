@@ -62,7 +62,7 @@ def record_synthetic_store(path: Path, problems: list[dict[str, Any]] | None = N
     return path
 
 
-def replay_store(tmp_dir: Path) -> tuple[Path, list[dict[str, Any]]]:
+def replay_store(tmp_dir: Path, n_problems: int = 2) -> tuple[Path, list[dict[str, Any]]]:
     """(store path, problems it covers): the recorded H200 store if committed, else a synthetic one."""
     import json
 
@@ -70,12 +70,13 @@ def replay_store(tmp_dir: Path) -> tuple[Path, list[dict[str, Any]]]:
 
     if RECORDED:
         store = ResultsStore(RECORDED[0], readonly=True)
-        problems = [json.loads(p) for p in store.problems("sm90", "gemm", "bf16")][:3]
+        problems = [json.loads(p) for p in store.problems("sm90", "gemm", "bf16")][:n_problems]
         store.close()
         if problems:
             return RECORDED[0], problems
-    path = record_synthetic_store(tmp_dir / "synthetic_replay.sqlite")
-    return path, [dict(p, layout="rr") for p in SYNTHETIC_PROBLEMS]
+    problems = SYNTHETIC_PROBLEMS[:n_problems]
+    path = record_synthetic_store(tmp_dir / "synthetic_replay.sqlite", problems)
+    return path, [dict(p, layout="rr") for p in problems]
 
 
 def write_batch(

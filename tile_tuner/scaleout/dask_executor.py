@@ -19,7 +19,7 @@ How a round runs:
 
 ``--cluster local`` starts a local cluster with one worker per GPU of ``--gpus`` (default ``all``),
 each pinned with ``CUDA_VISIBLE_DEVICES`` / ``ZE_AFFINITY_MASK`` and declaring ``GPU=1``.
-The connection is made on first use, so bad input fails before any cluster starts.
+The connection starts in the background once the flags are valid (timeouts: ``KERNELPILOT_DASK_CONNECT_S``, ``KERNELPILOT_DASK_WAIT_S``).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from kernelpilot.tile_tuner.scaleout.base import BusyClock, MeasureRequest, Meas
 
 BENCH_RETRIES = 2  # a task that raises is tried again (worker loss is handled by the scheduler)
 WAIT_FOR_GPU_WORKERS_S = float(os.environ.get("KERNELPILOT_DASK_WAIT_S", "60"))
+CONNECT_TIMEOUT_S = float(os.environ.get("KERNELPILOT_DASK_CONNECT_S", "30"))
 
 
 def _digest(*parts: Any) -> str:
@@ -155,7 +156,7 @@ class DaskExecutor:
                     self._client = Client(self._cluster)
                 else:
                     try:
-                        self._client = Client(self.address, timeout="30s")
+                        self._client = Client(self.address, timeout=f"{CONNECT_TIMEOUT_S}s")
                     except OSError as exc:
                         raise ToolMissingError(
                             f"--cluster {self.address}: cannot reach the scheduler: {exc}"
