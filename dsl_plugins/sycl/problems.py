@@ -152,8 +152,17 @@ def tokens_split(total: int, experts: int, seed: int) -> list[int]:
 
 def validate_moe(dims: dict[str, Any], dtype: Any, where: str) -> dict[str, Any]:
     _reject_unknown(
-        dims, {"N", "K", "num_experts", "total_tokens", "tokens_per_expert", "token_seed"}, where, "moe_gemm"
+        dims,
+        {"N", "K", "num_experts", "total_tokens", "tokens_per_expert", "token_seed", "layout"},
+        where,
+        "moe_gemm",
     )
+    if str(dims.get("layout", "rr")).lower() != "rr":
+        raise InputError(
+            f"{where}: layout {dims['layout']!r}: sycl-tla's MoE GEMM is row-major A, B and D (MoEGEMM<..., 'R', 'R', "
+            "'R'>); allowed: rr",
+            field="dims.layout",
+        )
     pair = dtypes.parse_pair(dtype, where)
     if pair.a not in MOE_DTYPES or pair.b != pair.a:
         raise InputError(
