@@ -106,3 +106,25 @@ def test_server_error_retried_but_auth_error_is_not(server: FakeLLMServer, tmp_p
     with pytest.raises(LLMError, match="Authentication"):
         client.chat([{"role": "user", "content": "b"}])
     assert server.replies == [{"content": "never asked"}]  # no retry for a permanent error
+
+
+def test_cost_is_totalled_for_a_priced_model(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.script("one two three four", "five six")
+    settings = load_settings(
+        cli={
+            "llm_model": "openai/gpt-4o-mini",  # in litellm's local price map
+            "openai_api_base": server.base_url,
+            "openai_api_key": "sk-test",
+            "llm_cache_dir": str(tmp_path / "cache"),
+        },
+        env_file=None,
+    )
+    client = LLMClient(settings, backoff_s=0.01)
+    client.chat([{"role": "user", "content": "a b c"}])
+    first = client.usage.cost_usd
+    client.chat([{"role": "user", "content": "d e f g h"}])
+    assert client.usage.cost_unknown_calls == 0
+    assert 0 < first < client.usage.cost_usd < 0.01  # two calls, a few tokens each, priced and summed
+    assert (
+        client.usage.as_dict()["total_tokens"] == client.usage.prompt_tokens + client.usage.completion_tokens
+    )
