@@ -157,3 +157,45 @@ def test_unwritten_outputs_are_caught_on_the_gpu() -> None:
     ev = ex.evaluate(lazy, seed=3)
     assert ev.verdict == "incorrect" and "never written" in ev.message
     ex.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_rules_pipeline_end_to_end_on_the_gpu(tmp_path: Path, cli) -> None:
+    """``kernelpilot optimize --dsl cuda --engine rules`` on the reduction (ci sizes): analysis plans
+    memory_access + autotuning, every candidate is compiled and checked, the output passes a fresh check."""
+    import json
+
+    out = tmp_path / "rms_opt.cu"
+    record = tmp_path / "run.json"
+    result = cli(
+        "optimize",
+        "-i",
+        str(RMS / "cuda_row_rms.cu"),
+        "-s",
+        str(RMS / "cuda_row_rms.yaml"),
+        "-o",
+        str(out),
+        "--variant",
+        "ci",
+        "--engine",
+        "rules",
+        "--device",
+        "cuda",
+        "--max-iterations",
+        "1",
+        "--max-trials",
+        "30",
+        "--trials-dir",
+        str(tmp_path / "trials"),
+        "--record",
+        str(record),
+        "--json",
+        timeout=1200,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    run = json.loads(record.read_text())
+    assert run["dsl"] == "cuda" and [p["stage"] for p in run["plan"]] == ["memory_access", "autotuning"]
+    assert run["final"][0]["verdict"] == "correct" and out.is_file()
+    tuned = [s for s in run["stages"] if s["stage"] == "autotuning"][0]
+    assert sum(tuned["verdicts"].values()) >= 2  # a batch of configurations was compiled and checked
