@@ -57,6 +57,7 @@ def test_benchmark_always_checks_correctness(work: Path) -> None:
     data = json.loads(done.stdout)
     assert data["baseline"]["verdict"] == "correct" and data["candidate"]["verdict"] == "incorrect"
     assert data["speedup"] is None and "pytorch reference" in data["oracle"]
+    assert data["side_by_side"] is True  # one worker, same inputs, interleaved timing
     good = work / "good.py"
     good.write_text((work / "softmax.py").read_text().replace(".to(tl.float64)", ".to(tl.float32)"))
     done = run_cli("skill", "benchmark", str(work / "softmax.py"), str(good), *args[:-1], cwd=work)

@@ -194,31 +194,39 @@ def _benchmark(args: argparse.Namespace) -> int:
         dsl=args.dsl,
         cli_settings=_tolerance_cli(args),
     )
+    side_by_side = getattr(session.executor, "evaluate_side_by_side", None)
+    baseline_source = args.baseline.read_text(encoding="utf-8")
     try:
-        base = _eval_dict(
-            session.executor.evaluate(args.baseline.read_text(encoding="utf-8"), seed=args.seed)
-        )
+        if args.candidate is not None and side_by_side is not None:
+            # both checked on the same inputs, timed interleaved in one process: a side-by-side ratio
+            pair = side_by_side([baseline_source, args.candidate.read_text(encoding="utf-8")], seed=args.seed)
+            base, cand = _eval_dict(pair[0]), _eval_dict(pair[1])
+        else:
+            base = _eval_dict(session.executor.evaluate(baseline_source, seed=args.seed))
+            cand = None
+            if args.candidate is not None:
+                candidate_source = args.candidate.read_text(encoding="utf-8")
+                cand = _eval_dict(session.executor.evaluate(candidate_source, seed=args.seed + 1))
         result: dict[str, Any] = {
             "oracle": getattr(session.executor, "oracle_kind", ""),
             "variant": session.variant,
             "device": session.device,
             "rtol": session.settings.correctness_rtol,
             "atol": session.settings.correctness_atol,
+            "side_by_side": bool(args.candidate is not None and side_by_side is not None),
             "baseline": base,
         }
         lines = [_describe(f"baseline {args.baseline}", base)]
         exit_code = 0 if base["verdict"] == "correct" else EXIT_NOT_CORRECT
-        if args.candidate is not None:
-            cand = _eval_dict(
-                session.executor.evaluate(args.candidate.read_text(encoding="utf-8"), seed=args.seed + 1)
-            )
+        if cand is not None:
             result["candidate"] = cand
             lines.append(_describe(f"candidate {args.candidate}", cand))
             both = base["verdict"] == cand["verdict"] == "correct"
             if both and base["median_ms"] and cand["median_ms"]:
                 result["speedup"] = base["median_ms"] / cand["median_ms"]
-                note = " (interpreter timings)" if cand["interpreter"] else ""
-                lines.append(f"speedup {result['speedup']:.3f}x{note}")
+                how = "side by side" if result["side_by_side"] else "measured one after the other"
+                note = ", interpreter timings: not a performance number" if cand["interpreter"] else ""
+                lines.append(f"speedup {result['speedup']:.3f}x ({how}{note})")
             else:
                 result["speedup"] = None
                 lines.append("speedup: none (only correct kernels are compared)")
