@@ -201,3 +201,26 @@ def test_prompts_render_and_knowledge_loads_through_the_core() -> None:
     assert "kp_forward" in text and "sm_90a" in text and "t3 rejected" in text and "BM" in text
     analysis = render(dirs, None, prompt_variables(ctx))
     assert "Hopper" in analysis
+
+
+def test_dtype_fix_rules_stage_rewrites_code_not_comments_or_strings() -> None:
+    from kernelpilot.dsl_plugins.cuda.pipeline_stages import DoubleToFloatStage, double_to_float
+
+    src = (
+        "// double stays in comments 1.0\n"
+        '__global__ void k(const double* x, double* y) { double a = 1.0 + 2.5e-3 * x[0] + 3.; const char* s = "double 1.0";'
+        " y[0] = a * .5 + 1e5 + 7; float f = 2.0f; }\n"
+    )
+    both, n = double_to_float(src, literals=True)
+    assert "const float* x, float* y" in both and "float a = 1.0f + 2.5e-3f * x[0] + 3.f;" in both
+    assert "a * .5f + 1e5f + 7;" in both and "2.0f;" in both and "2.0ff" not in both
+    assert both.startswith("// double stays in comments 1.0") and '"double 1.0"' in both
+    types_only, _ = double_to_float(src, literals=False)
+    assert "float a = 1.0 + 2.5e-3" in types_only
+    ctx = context(RMS, source=src)
+    ctx.stage = "dtype_fix"
+    assert DoubleToFloatStage().propose(ctx) == [both]
+    ctx.attempt = 1
+    assert DoubleToFloatStage().propose(ctx) == [types_only]
+    ctx.attempt, ctx.current_source = 0, both
+    assert DoubleToFloatStage().propose(ctx) == []  # nothing left to do

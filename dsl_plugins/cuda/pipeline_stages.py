@@ -2,6 +2,7 @@
 
 Rules engine (no LLM, deterministic):
 
+* ``dtype_fix`` -- :class:`DoubleToFloatStage`: ``double`` -> ``float`` (and float literals) in code.
 * ``autotuning`` -- :class:`SourceAutotuneStage` searches the compile-time constants and launch
   configuration the spec declares under ``tunables:`` (see :mod:`.source_tunables`); each attempt
   proposes the next batch of legal configurations as rewritten sources, the pipeline checks and times
@@ -123,6 +124,53 @@ class RestrictPointersStage:
         return [new] if changed else []
 
 
+_DOUBLE = re.compile(r"\bdouble\b")
+_DOUBLE_LITERAL = re.compile(
+    r"(?<![\w.])(\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\.\d+(?:[eE][+-]?\d+)?)(?![\w.])"
+)
+
+
+def double_to_float(source: str, literals: bool) -> tuple[str, int]:
+    """``double`` -> ``float`` outside comments (and ``1.0`` -> ``1.0f`` if ``literals``)."""
+    out, changes, pos = [], 0, 0
+    for match in re.finditer(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\])*\"", source, flags=re.S):
+        code = source[pos : match.start()]
+        code, n = _DOUBLE.subn("float", code)
+        changes += n
+        if literals:
+            code, m = _DOUBLE_LITERAL.subn(lambda lit: lit.group(1) + "f", code)
+            changes += m
+        out += [code, match.group(0)]
+        pos = match.end()
+    tail = source[pos:]
+    tail, n = _DOUBLE.subn("float", tail)
+    changes += n
+    if literals:
+        tail, m = _DOUBLE_LITERAL.subn(lambda lit: lit.group(1) + "f", tail)
+        changes += m
+    out.append(tail)
+    return "".join(out), changes
+
+
+@dataclass
+class DoubleToFloatStage:
+    """dtype_fix without an LLM: fp64 -> fp32 in the C++ source; the oracle decides if it still matches.
+
+    Attempt 0 also makes floating literals ``float`` (``1.0`` silently promotes float math to double);
+    attempt 1 changes only the declared types, in case a literal needed double range.
+    """
+
+    dsl: str = "cuda"
+    stage: str = "dtype_fix"
+    engine: Literal["rules", "llm"] = "rules"
+
+    def propose(self, context: StageContext) -> list[str]:
+        if context.attempt > 1 or not _DOUBLE.search(_strip_comments(context.current_source)):
+            return []
+        new, changed = double_to_float(context.current_source, literals=context.attempt == 0)
+        return [new] if changed else []
+
+
 _CHECKS: list[tuple[str, re.Pattern[str], str, str, str]] = [
     # (category, pattern, message, severity, suggestion)
     (
@@ -235,4 +283,9 @@ def _strip_comments(source: str) -> str:
 
 
 def cuda_stages() -> list[Any]:
-    return [SourceAutotuneStage(dsl="cuda"), RestrictPointersStage(dsl="cuda"), CppSourceAnalyzer(dsl="cuda")]
+    return [
+        DoubleToFloatStage(dsl="cuda"),
+        RestrictPointersStage(dsl="cuda"),
+        SourceAutotuneStage(dsl="cuda"),
+        CppSourceAnalyzer(dsl="cuda"),
+    ]

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from kernelpilot.dsl_plugins.cuda.pipeline_stages import (
     CppSourceAnalyzer,
+    DoubleToFloatStage,
     SourceAutotuneStage,
     _strip_comments,
 )
@@ -74,4 +75,4 @@ class SyclSourceAnalyzer:
 
 
 def sycl_stages() -> list[Any]:
-    return [SourceAutotuneStage(dsl="sycl"), SyclSourceAnalyzer()]
+    return [DoubleToFloatStage(dsl="sycl"), SourceAutotuneStage(dsl="sycl"), SyclSourceAnalyzer()]
