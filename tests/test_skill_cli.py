@@ -68,7 +68,9 @@ def test_benchmark_always_checks_correctness(work: Path) -> None:
 def test_trial_workflow(work: Path) -> None:
     tree = ["--trials-dir", str(work / "trials"), "--name", "sm"]
     spec = ["-s", str(work / "softmax.yaml"), "--variant", "ci", "--device", "cpu"]
-    done = run_cli("skill", "trial", "init", str(work / "softmax.py"), *spec, *tree, cwd=work)
+    done = run_cli(
+        "skill", "trial", "init", str(work / "softmax.py"), *spec, *tree, cwd=work, env={"MAX_TRIALS": "3"}
+    )
     assert done.returncode == 0, done.stderr + done.stdout
     assert "t0 (baseline" in done.stdout and "correct" in done.stdout
     done = run_cli(
@@ -80,6 +82,11 @@ def test_trial_workflow(work: Path) -> None:
     done = run_cli("skill", "trial", "add", str(good), "--parent", "t0", "--stage", "dtype_fix", *tree)
     assert done.returncode == 0 and "t2 (dtype_fix, parent t0): correct" in done.stdout
     assert run_cli("skill", "trial", "add", str(good), "--parent", "t9", *tree).returncode == 2
+    # MAX_TRIALS (3, fixed at init) is enforced by the command, not just asked for in a prompt
+    third = run_cli("skill", "trial", "add", str(good), "--parent", "t2", "--stage", "autotuning", *tree)
+    assert third.returncode == 0, third.stdout + third.stderr
+    fourth = run_cli("skill", "trial", "add", str(good), "--parent", "t2", *tree)
+    assert fourth.returncode == 2 and "trial budget exhausted: 3 of MAX_TRIALS=3" in fourth.stderr
     status = run_cli("skill", "trial", "status", *tree)
     assert "[x] t1 dtype_fix incorrect" in status.stdout and "[+] t2 dtype_fix correct" in status.stdout
     best = json.loads(run_cli("skill", "trial", "best", *tree, "--json").stdout)

@@ -376,6 +376,7 @@ def _trial_init(args: argparse.Namespace) -> int:
             "spec_path": str(args.spec.resolve()),
             "rtol": str(session.settings.correctness_rtol),
             "atol": str(session.settings.correctness_atol),
+            "max_agent_trials": str(session.settings.max_trials),
         }.items():
             store.set_meta(key, value)
         t0 = store.get("t0")
@@ -417,6 +418,14 @@ def _trial_add(args: argparse.Namespace, store: Any) -> int:
         dsl=meta["dsl"],
         cli_settings={"correctness_rtol": float(meta["rtol"]), "correctness_atol": float(meta["atol"])},
     )
+    budget = int(meta.get("max_agent_trials", "0") or 0)
+    used = sum(1 for n in store.nodes() if n.engine == "agent")
+    if budget and used >= budget:
+        raise InputError(
+            f"trial budget exhausted: {used} of MAX_TRIALS={budget} agent trials in {store.dir}; "
+            "finalize the best one (`kernelpilot skill trial finalize`)",
+            field="MAX_TRIALS",
+        )
     source = args.file.read_text(encoding="utf-8")
     node = store.add_node(source, parent=args.parent, stage=args.stage, engine="agent")
     seed = args.seed if args.seed is not None else 20240601 + node.seq
