@@ -153,7 +153,7 @@ struct Problem {
     cutlass::TensorRef ref_D(D_ref.get(), LayoutD::packed({m, n}));
     cutlass::reference::device::GemmComplex({m, n, k}, ElementCompute(1), ref_A, cutlass::ComplexTransform::kNone,
                                             ref_B, cutlass::ComplexTransform::kNone, ElementCompute(0), ref_C, ref_D,
-                                            ElementAccumulator(0), 1, m * k, k * n, m * n, m * n);
+                                            ElementAccumulator(0), 1, int64_t(m) * k, int64_t(k) * n, int64_t(m) * n, int64_t(m) * n);
     compat::wait();
     return kp::compare_device(d_ptr_, D_ref.get(), static_cast<size_t>(m) * n, 0.001, 0.001);
   }

@@ -106,7 +106,7 @@ struct MoEProblem {
       cutlass::TensorRef ref_D(D_ref.get(), cutlass::layout::RowMajor::packed({m, n}));
       cutlass::reference::device::GemmComplex({m, n, k}, 1.0f, ref_A, cutlass::ComplexTransform::kNone, ref_B,
                                               cutlass::ComplexTransform::kNone, 0.0f, ref_C, ref_D,
-                                              ElementAccumulator(0), 1, m * k, k * n, m * n, m * n);
+                                              ElementAccumulator(0), 1, int64_t(m) * k, int64_t(k) * n, int64_t(m) * n, int64_t(m) * n);
       compat::wait();
       total_cmp.merge(kp::compare_device(D.get() + row * n, D_ref.get(), size_t(m) * n, 0.01, 0.01));
       row += m;
