@@ -132,9 +132,14 @@ def tune(
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.time() - t0
     (work / f"{name}.stderr.txt").write_text(proc.stderr[-20000:])
-    if proc.returncode != 0:
-        raise RuntimeError(f"{name}: exit {proc.returncode}: {proc.stderr[-3000:]}")
-    doc = json.loads(proc.stdout)
+    try:
+        doc = json.loads(proc.stdout)  # exit 1 with a JSON document: a result above peak was flagged
+    except json.JSONDecodeError:
+        print(
+            f"  {name}: FAILED exit {proc.returncode} after {wall:.1f} s: {proc.stderr[-1500:]}", flush=True
+        )
+        return {"name": name, "command": " ".join(cmd[1:]), "wall_s": round(wall, 2), "exit_code": proc.returncode,
+                "error": proc.stderr[-3000:], "workloads": {}}  # fmt: skip
     (work / f"{name}.run.json").write_text(json.dumps(doc, indent=1, default=str))
     per = {}
     for w in doc["workloads"]:
@@ -149,6 +154,7 @@ def tune(
     return {
         "name": name,
         "command": " ".join(cmd[1:]).replace(str(REPO) + "/", ""),
+        "exit_code": proc.returncode,
         "wall_s": round(wall, 2),
         "executor": doc.get("executor"),
         "device_name": doc.get("device_name"),
@@ -209,6 +215,19 @@ def header(args: argparse.Namespace, mode: str) -> dict[str, Any]:
     }
 
 
+def save(args: argparse.Namespace, result: dict[str, Any]) -> Path:
+    """Write the result file now (also after every run, so a killed command leaves what it measured)."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / (args.name or f"scaleout_{'2gpu' if args.mode == 'merge' else args.mode}.json")
+    path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    return path
+
+
+def ok_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in runs if "error" not in r]
+
+
 def run_h200(args: argparse.Namespace) -> dict[str, Any]:
     t_start = time.time()
     work = Path(args.work)
@@ -223,6 +242,8 @@ def run_h200(args: argparse.Namespace) -> dict[str, Any]:
     print("warm-up (cold build cache, in-process)", flush=True)
     result["warmup_cold_inprocess"] = tune(batch, work, "warmup", cache, [], args)
     runs: dict[str, list[dict[str, Any]]] = {"inprocess": [], "cluster_local": []}
+    result["runs"] = runs
+    save(args, result)
     for rep in range(args.reps):
         pair = [("inprocess", []), ("cluster_local", ["--cluster", "local", *gpu])]
         if rep % 2:
@@ -236,15 +257,20 @@ def run_h200(args: argparse.Namespace) -> dict[str, Any]:
                 )
                 continue
             runs[mode].append(tune(batch, work, f"{mode}_{rep}", cache, flags, args))
-    result["runs"] = runs
-    if runs["inprocess"] and runs["cluster_local"]:
-        a = statistics.median(r["wall_s"] for r in runs["inprocess"])
-        b = statistics.median(r["wall_s"] for r in runs["cluster_local"])
+            save(args, result)
+    good = {k: ok_runs(v) for k, v in runs.items()}
+    if good["inprocess"] and good["cluster_local"]:
+        a = statistics.median(r["wall_s"] for r in good["inprocess"])
+        b = statistics.median(r["wall_s"] for r in good["cluster_local"])
         result["median_wall_s"] = {"inprocess": a, "cluster_local": b}
         result["cluster_overhead"] = round(b / a - 1.0, 4)
         result["overhead_target"] = 0.10
         result["overhead_ok"] = b <= 1.10 * a
-        result["comparison"] = compare(runs["inprocess"][0], runs["cluster_local"][0])
+        result["comparison"] = compare(good["inprocess"][0], good["cluster_local"][0])
+        result["bench_busy_s"] = {
+            k: statistics.median((r["executor"] or {}).get("bench_busy_s") or 0.0 for r in v)
+            for k, v in good.items()
+        }
     return result
 
 
@@ -268,6 +294,7 @@ def run_2gpu(args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(cache, ignore_errors=True)  # cold build cache for every phase
         print(f"phase {phase}: {' '.join(flags)}", flush=True)
         result["phases"][phase] = tune(batch, work, phase, cache, flags, args)
+        save(args, summarize_2gpu(result))
     return summarize_2gpu(result)
 
 
@@ -275,6 +302,9 @@ def summarize_2gpu(result: dict[str, Any]) -> dict[str, Any]:
     ph = result["phases"]
     summary: dict[str, Any] = {}
     for phase, r in ph.items():
+        if "error" in r:
+            summary[phase] = {"error": r["error"][-500:]}
+            continue
         ex = r.get("executor") or {}
         summary[phase] = {
             "wall_s": r["wall_s"],
@@ -282,7 +312,7 @@ def summarize_2gpu(result: dict[str, Any]) -> dict[str, Any]:
             "bench_busy_s": ex.get("bench_busy_s"),
         }
     for one, two in (("1gpu", "2gpu"), ("cluster1", "cluster2"), ("1gpu", "cluster2")):
-        if one in ph and two in ph:
+        if one in ph and two in ph and "error" not in ph[one] and "error" not in ph[two]:
             a, b = summary[one], summary[two]
             summary[f"{two}_vs_{one}"] = {
                 "wall_speedup": round(a["wall_s"] / b["wall_s"], 3) if b["wall_s"] else None,
@@ -315,8 +345,8 @@ def main() -> int:
     p.add_argument("--out", default=str(REPO / "benchmarks" / "results"), help="folder for the result JSON")
     p.add_argument("--name", help="result file name (default scaleout_<mode>.json)")
     p.add_argument("--work", default="/tmp/kp-scaleout", help="scratch folder (runs, stores, build caches)")
-    p.add_argument("--workloads", type=int, help="GEMM shapes from the list (default 3 for h200, 8 for 2gpu)")
-    p.add_argument("--budget", type=int, default=6, help="configs per workload, the default config included")
+    p.add_argument("--workloads", type=int, help="GEMM shapes from the list (default 4 for h200, 8 for 2gpu)")
+    p.add_argument("--budget", type=int, help="configs per workload, the default included (h200 8, 2gpu 6)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reps", type=int, default=2, help="h200: alternating in-process / cluster pairs")
     p.add_argument("--phases", default="1gpu,2gpu,cluster2", help="2gpu: " + ",".join(PHASES_2GPU))
@@ -325,8 +355,10 @@ def main() -> int:
     p.add_argument("--replay", help="CPU rehearsal: serve measurements from this store")
     p.add_argument("--gpus-override", help="CPU rehearsal: pool slots to use instead of real GPUs, e.g. 0,1")
     args = p.parse_intermixed_args()
+    if args.budget is None:
+        args.budget = 6 if args.mode == "2gpu" else 8
     if args.workloads is None:
-        args.workloads = 8 if args.mode == "2gpu" else 3
+        args.workloads = 8 if args.mode == "2gpu" else 4
     if args.mode == "h200":
         result = run_h200(args)
     elif args.mode == "2gpu":
@@ -335,11 +367,7 @@ def main() -> int:
         if not args.files:
             p.error("merge needs the per-phase result files")
         result = merge(args)
-    name = args.name or f"scaleout_{'2gpu' if args.mode == 'merge' else args.mode}.json"
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / name).write_text(json.dumps(result, indent=1, default=str) + "\n")
-    print(f"wrote {out / name}")
+    print(f"wrote {save(args, result)}")
     return 0
 
 
