@@ -104,6 +104,14 @@ def test_threads_role_enforces_the_hardware_rule() -> None:
     t = parse_tunables({"parameters": {"T": {"values": [16, 32, 48, 1024, 2048], "role": "threads"}}})
     assert [c["T"] for c in t.legal_configs({})] == [32, 1024]
     assert "multiple of 32" in t.violations({"T": 48}, {})[0]
+    xe = parse_tunables(
+        {
+            "parameters": {"T": {"values": [16, 48, 512, 1024], "role": "threads"}},
+            "thread_multiple": 16,
+            "max_threads": 512,
+        }
+    )
+    assert [c["T"] for c in xe.legal_configs({})] == [16, 48, 512]
 
 
 def test_read_and_rewrite_defines_and_constexpr() -> None:

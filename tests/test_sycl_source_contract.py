@@ -227,6 +227,27 @@ def test_sycl_prompts_and_knowledge() -> None:
     kb = load_knowledge(registry.collect("kp_knowledge_dirs"), "sycl", "xpu", "device_specific")
     assert any("DPAS" in k for k in kb) and any("GRF" in k for k in kb)
     assert not any("wgmma" in k for k in kb)
+    from kernelpilot.engines.llm_stage import prompt_variables
+    from kernelpilot.llm.prompts import render
+    from kernelpilot.pipeline.contracts import StageContext
+
+    source = (EXAMPLE / "sycl_row_rms.cpp").read_text()
+    ctx = StageContext(
+        stage="device_specific",
+        dsl="sycl",
+        device="xpu",
+        original_source=source,
+        current_source=source,
+        issues=[],
+        spec=load_spec(EXAMPLE / "sycl_row_rms.yaml"),
+        variant="ci",
+        settings=None,
+        knowledge=kb,
+        feedback=["candidate t2 rejected: compile_error: kernel.cpp(3): error"],
+    )
+    text = render(dirs, "device_specific", prompt_variables(ctx))
+    assert "kp_forward(sycl::queue* q" in text and "joint_matrix" in text and "t2 rejected" in text
+    assert "Xe" in render(dirs, None, prompt_variables(ctx))
 
 
 @pytest.mark.icpx

@@ -18,8 +18,9 @@ In the kernel each parameter is a constant the stage can rewrite, either
 
 Constraints are comparisons (``< <= > >= == !=``) joined with ``and``/``or``/``not`` over
 arithmetic the spec's formula evaluator accepts; they are parsed with ``ast`` and never ``eval``-ed.
-``role: threads`` adds the hardware rule 32 <= value <= 1024, value % 32 == 0 (CUDA; on Xe the
-work-group limit is given with ``max_threads``).  Illegal configurations are dropped before anything
+``role: threads`` adds the hardware rule ``thread_multiple <= value <= max_threads`` and
+``value % thread_multiple == 0`` (defaults 32 and 1024: a warp and CUDA's block limit; on Xe use 16, a
+sub-group, and the device's work-group limit).  Illegal configurations are dropped before anything
 is compiled.
 """
 
@@ -70,6 +71,7 @@ class TunablesModel(BaseModel):
     constraints: list[str] = Field(default_factory=list)
     max_configs: int = Field(8, ge=1, le=1000)
     max_threads: int = Field(1024, ge=1)
+    thread_multiple: int = Field(32, ge=1)  # a warp on NVIDIA; 16 (a sub-group) is typical on Xe
 
     @field_validator("parameters", mode="before")
     @classmethod
@@ -90,6 +92,7 @@ class Tunables:
     constraints: list[str]
     max_configs: int = 8
     max_threads: int = 1024
+    thread_multiple: int = 32
     source: str | None = None  # spec path, for error messages
     problems: dict[tuple[tuple[str, int], ...], str] = field(default_factory=dict)
 
@@ -108,9 +111,10 @@ class Tunables:
         found = []
         for name, param in self.parameters.items():
             value = config[name]
-            if param.role == "threads" and not (32 <= value <= self.max_threads and value % 32 == 0):
+            step = self.thread_multiple
+            if param.role == "threads" and not (step <= value <= self.max_threads and value % step == 0):
                 found.append(
-                    f"{name}={value}: threads per block must be a multiple of 32 in [32, {self.max_threads}]"
+                    f"{name}={value}: threads per block must be a multiple of {step} in [{step}, {self.max_threads}]"
                 )
         scope = {**{k: v for k, v in dims.items()}, **config}
         for text in self.constraints:
@@ -181,6 +185,7 @@ def parse_tunables(data: Any, *, path: str | None = None, dims: dict[str, Any] |
         constraints=model.constraints,
         max_configs=model.max_configs,
         max_threads=model.max_threads,
+        thread_multiple=model.thread_multiple,
         source=path,
     )
     probe = {n: p.values[0] for n, p in model.parameters.items()}
