@@ -114,8 +114,7 @@ def run_pipeline(name: str, args: argparse.Namespace, work: Path) -> dict[str, A
         "--max-trials",
         str(args.max_trials),
         "--trials-dir",
-        str(work / "trials"),
-        "--fresh-trials",
+        str(work / "trials"),  # a rerun with the same --workdir resumes the trees (no re-measuring)
         "--record",
         str(record),
         "--json",
