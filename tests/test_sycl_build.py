@@ -235,3 +235,21 @@ def test_cmake_expands_the_project_into_the_exact_commands(tmp_path: Path) -> No
         "-Xspirv-translator", f"-spirv-ext={SPIRV}",
     ]  # fmt: skip
     assert link_tail[-2:] == ["-o", f"bin/{item.target}/program"]
+
+
+def test_doctor_lists_what_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelpilot.dsl_plugins.sycl.doctor import sycl_doctor
+
+    monkeypatch.setenv("SYCL_TLA_DIR", str(make_tree(tmp_path / "t", version="0.9.0", moe=False)))
+    report = sycl_doctor(probe_devices=False)
+    assert report["sycl_tla"]["version"] == "0.9.0" and report["sycl_tla"]["kinds"]["gemm"] == "ok"
+    assert "moe_grouped_gemm.hpp" in report["sycl_tla"]["kinds"]["moe_gemm"]
+    assert "FA config API of sycl-tla 0.9.1" in report["sycl_tla"]["kinds"]["fa_prefill"]
+    assert report["onemkl"].startswith("not needed")
+    assert report["runtime_env"]["IGC_ExtraOCLOptions"] == "-cl-intel-256-GRF-per-thread"
+    missing = " | ".join(report["missing"])
+    assert "moe_gemm:" in missing and "fa_prefill:" in missing
+    if shutil.which("icpx") is None:
+        assert "icpx: install the oneAPI Base Toolkit" in missing
+    monkeypatch.setenv("SYCL_TLA_DIR", str(tmp_path / "nothing"))
+    assert any(m.startswith("sycl-tla headers") for m in sycl_doctor(probe_devices=False)["missing"])
