@@ -94,8 +94,9 @@ def test_slow_reply_times_out_then_retry_succeeds(server: FakeLLMServer, tmp_pat
 def test_timeouts_exhaust_retries(server: FakeLLMServer, tmp_path: Path) -> None:
     server.script({"delay": 2.0, "content": "a"}, {"delay": 2.0, "content": "b"})
     client = _client(server, tmp_path, timeout=0.5, max_retries=1)
-    with pytest.raises(LLMError, match="timed out after 2 attempt"):
+    with pytest.raises(LLMError, match="timed out after 2 attempt") as info:
         client.chat([{"role": "user", "content": "q"}])
+    assert info.value.kind == "timeout"
 
 
 def test_server_error_retried_but_auth_error_is_not(server: FakeLLMServer, tmp_path: Path) -> None:
@@ -103,8 +104,9 @@ def test_server_error_retried_but_auth_error_is_not(server: FakeLLMServer, tmp_p
     client = _client(server, tmp_path)
     assert client.chat([{"role": "user", "content": "a"}]) == "fine"
     server.script({"status": 401, "content": "bad key"}, "never asked")
-    with pytest.raises(LLMError, match="Authentication"):
+    with pytest.raises(LLMError, match="Authentication") as info:
         client.chat([{"role": "user", "content": "b"}])
+    assert info.value.kind == "permanent"
     assert server.replies == [{"content": "never asked"}]  # no retry for a permanent error
 
 

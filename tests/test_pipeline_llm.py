@@ -202,3 +202,45 @@ def test_llm_timeout_is_an_attempt_failure_not_a_crash(tmp_path: Path, server: F
     assert result.record.llm_usage["failed_calls"] == 4  # 2 timeouts + 2 server errors (re-analysis)
     # the re-analysis ran out of script (500s) -> degraded to static analysis with a warning
     assert any("LLM analysis failed" in w for w in result.record.warnings)
+
+
+def test_unreachable_endpoint_ends_the_stage_after_one_attempt(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    kernel = tmp_path / "k.py"
+    kernel.write_text("import triton\n# time=10\n")
+    spec = tmp_path / "k.yaml"
+    spec.write_text("x: 1\n")
+    settings = load_settings(
+        cli={
+            "llm_model": "openai/fake-model",
+            "openai_api_base": f"http://127.0.0.1:{port}/v1",
+            "openai_api_key": "sk-x",
+            "llm_cache_dir": str(tmp_path / "cache"),
+            "trials_dir": str(tmp_path / "trials"),
+            "log_dir": str(tmp_path / "logs"),
+        },
+        env_file=None,
+    )
+    llm = LLMClient(settings, backoff_s=0.01, max_retries=1)
+    options = PipelineOptions(
+        kernel_path=kernel, spec_path=spec, variant="ci", dsl="triton", device="cuda", engine="llm",
+        output=tmp_path / "out.py", stages=["fusion"],
+    )  # fmt: skip
+    result = Pipeline(
+        settings,
+        options,
+        spec=None,
+        executor=ScriptedExecutor(),
+        stage_impls={"fusion": LLMStage("triton", "fusion")},
+        prompt_dirs=[_prompts(tmp_path)],
+        llm=llm,
+    ).run()
+    stage = result.record.stages[0]
+    assert stage.attempts == 1 and stage.status == "no_candidates"
+    assert "Connection error" in stage.notes[0]
+    assert any("LLM analysis failed" in w for w in result.record.warnings)
+    assert (tmp_path / "out.py").read_text() == kernel.read_text()  # nothing accepted: the original

@@ -135,8 +135,9 @@ def _run_pipeline(args, session, engine, stages, correctness_only, log) -> int:
     impls = implemented_stages(engine, session.dsl, parts.stages, parts.prompt_dirs)
     llm = None
     if engine == "llm":
-        from kernelpilot.llm.client import LLMClient
+        from kernelpilot.llm.client import LLMClient, import_litellm
 
+        import_litellm()  # fail now (exit 1, clear message) rather than in every stage attempt
         llm = LLMClient(session.settings)
     options = PipelineOptions(
         kernel_path=session.kernel_path,

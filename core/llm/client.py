@@ -35,7 +35,16 @@ _TRANSIENT = (
 
 
 class LLMError(KernelpilotError):
-    """The LLM could not give a usable answer (after retries)."""
+    """The LLM could not give a usable answer (after retries).
+
+    ``kind`` lets callers decide whether another attempt can help: ``timeout`` and ``parse`` may
+    succeed next time; ``connection`` (endpoint unreachable after retries) and ``permanent`` (bad
+    key, bad request, litellm missing) will not.
+    """
+
+    def __init__(self, message: str, kind: str = "permanent") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 @dataclass
@@ -149,7 +158,10 @@ class LLMClient:
                         f"Answer again. {schema_instructions(model)}",
                     },
                 ]
-        raise LLMError(f"{self.model} gave no parseable reply after {parse_retries + 1} tries: {last_error}")
+        raise LLMError(
+            f"{self.model} gave no parseable reply after {parse_retries + 1} tries: {last_error}",
+            kind="parse",
+        )
 
     # -------------------------------------------------------------------------------- internals
     def _lib(self) -> Any:
@@ -179,10 +191,19 @@ class LLMClient:
                 names = {cls.__name__ for cls in type(exc).__mro__}
                 transient = bool(names & set(_TRANSIENT))
                 if not transient or attempt == self.max_retries:
-                    kind = "timed out" if "Timeout" in names else "failed"
+                    what = "timed out" if "Timeout" in names else "failed"
+                    if "Timeout" in names:
+                        kind = "timeout"
+                    elif transient:
+                        # litellm reports a refused connection as InternalServerError("Connection error")
+                        unreachable = "APIConnectionError" in names or "connection error" in str(exc).lower()
+                        kind = "connection" if unreachable else "server"
+                    else:
+                        kind = "permanent"
                     raise LLMError(
-                        f"LLM call to {self.model} {kind} after {attempt + 1} attempt(s): "
-                        f"{type(exc).__name__}: {str(exc)[:300]}"
+                        f"LLM call to {self.model} {what} after {attempt + 1} attempt(s): "
+                        f"{type(exc).__name__}: {str(exc)[:300]}",
+                        kind=kind,
                     ) from exc
                 time.sleep(self.backoff_s * (2**attempt))
         raise AssertionError("unreachable")

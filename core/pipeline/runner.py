@@ -517,6 +517,8 @@ class Pipeline:
                 feedback.append(message)
                 if report.engine == "rules" or type(exc).__name__ == "PromptError":
                     break  # a deterministic stage / a missing template fails the same way again
+                if getattr(exc, "kind", None) in ("connection", "permanent"):
+                    break  # unreachable endpoint / bad key: another attempt cannot help
                 continue
             fresh = []
             for code in candidates:
