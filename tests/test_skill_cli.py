@@ -149,6 +149,8 @@ def test_optimize_input_errors(work: Path) -> None:
     base = ["optimize", "-i", str(work / "softmax.py"), "-s", str(work / "softmax.yaml"), "--device", "cpu"]
     done = run_cli(*base, "--no-correctness", cwd=work)
     assert done.returncode == 2 and "never" not in done.stdout and "--no-correctness" in done.stderr
+    done = run_cli(*base, "--no-trials", cwd=work)
+    assert done.returncode == 2 and "--trials-dir" in done.stderr
     done = run_cli(*base, "--stages", "dtype_fix,speedup", cwd=work)
     assert done.returncode == 2 and "speedup" in done.stderr and "autotuning" in done.stderr
     done = run_cli(*base, "--variant", "nope", cwd=work)

@@ -69,6 +69,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="not supported: kernelpilot never accepts a candidate without a correctness check",
     )
+    parser.add_argument("--vtune", dest="vtune", action="store_true", default=None, help="VTUNE_ENABLED=true")
+    parser.add_argument("--no-vtune", dest="vtune", action="store_false", help="VTUNE_ENABLED=false")
+    parser.add_argument("--vtune-bin", help="VTUNE_BIN")
+    parser.add_argument(
+        "--no-trials",
+        action="store_true",
+        help="not supported: the trial tree is what lets a run survive a crash (use --trials-dir)",
+    )
     parser.add_argument("--debug", action="store_true", help="LOG_LEVEL=DEBUG: full rejection messages")
     parser.add_argument("--json", action="store_true", help="print the run summary as JSON")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
@@ -93,6 +101,8 @@ def cli_settings(args: argparse.Namespace) -> dict[str, Any]:
         "preferred_tile_n": tile,
         "target_dtype": args.target_dtype,
         "log_level": "DEBUG" if getattr(args, "debug", False) else None,
+        "vtune_enabled": getattr(args, "vtune", None),
+        "vtune_bin": getattr(args, "vtune_bin", None),
     }
 
 
@@ -104,6 +114,12 @@ def run(args: argparse.Namespace) -> int:
             "--no-correctness is not supported: every candidate is checked against the oracle "
             "(loosen --rtol/--atol instead)",
             field="--no-correctness",
+        )
+    if args.no_trials:
+        raise InputError(
+            "--no-trials is not supported: every attempt is recorded so an interrupted run can resume; "
+            "point --trials-dir at a scratch folder instead",
+            field="--no-trials",
         )
     from kernelpilot.pipeline.planner import parse_stages
     from kernelpilot.pipeline.session import open_session

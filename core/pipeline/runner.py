@@ -124,6 +124,11 @@ class Pipeline:
         return result
 
     def _run(self) -> PipelineResult:
+        if getattr(self.settings, "vtune_enabled", False):
+            self.record.warnings.append(
+                "VTUNE_ENABLED is not used by the pipeline yet (no VTune collection in the stage loop); "
+                "timings come from the executor"
+            )
         if not getattr(self.settings, "require_correctness", True):
             self.record.warnings.append(
                 "REQUIRE_CORRECTNESS=false is ignored: the pipeline never accepts an unchecked candidate"
