@@ -198,7 +198,7 @@ def test_max_trials_budget_and_no_new_candidates(tmp_path: Path) -> None:
     result, _ = _run(tmp_path, [dtype, tune], settings_kw={"max_trials": 4})
     stages = {s.stage: s for s in result.record.stages}
     assert stages["dtype_fix"].attempts == 2 and "no new candidate" in stages["dtype_fix"].notes[-1]
-    assert len(stages["autotuning"].nodes) == 2  # t0 + 1 + 2 = MAX_TRIALS 4
+    assert len(stages["autotuning"].nodes) == 3  # candidates only (not baseline/final): 1 + 3 = MAX_TRIALS 4
     assert any("MAX_TRIALS=4" in n for n in stages["autotuning"].notes)
 
 
@@ -251,3 +251,18 @@ def test_side_by_side_final_check_drops_wrong_composite(tmp_path: Path) -> None:
     assert [e["stage"] for e in final] == ["dtype_fix", "autotuning"]
     assert final[1]["dropped"] and final[0]["speedup"] == pytest.approx(10.0 / 8.0)
     assert result.outputs == [tmp_path / "best.py"]
+
+
+def test_executor_that_cannot_run_on_the_device_stops_before_the_baseline(tmp_path: Path) -> None:
+    from kernelpilot.errors import ToolMissingError
+
+    class CompileOnly(ScriptedExecutor):
+        def runnable_on(self, device: str) -> str | None:
+            return "CUDA sources need an NVIDIA GPU" if device == "cuda" else None
+
+    executor = CompileOnly()
+    with pytest.raises(
+        ToolMissingError, match="cannot run on device 'cuda': CUDA sources need an NVIDIA GPU"
+    ):
+        _run(tmp_path, [], executor=executor)
+    assert executor.calls == []

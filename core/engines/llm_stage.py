@@ -10,7 +10,7 @@ from kernelpilot.llm.prompts import SYSTEM_PROMPT, render
 from kernelpilot.pipeline.contracts import ISSUE_CATEGORIES, Issue, StageContext
 
 STAGE_DESCRIPTIONS = {
-    "algorithmic": "a better algorithm that does less work (e.g. tl.dot instead of broadcast-and-sum)",
+    "algorithmic": "a better algorithm that does less work (e.g. a matrix-multiply unit instead of broadcast-and-sum)",
     "dtype_fix": "remove needless float64 / precision upcasts while matching the reference",
     "fusion": "fuse separate kernels and PyTorch ops into one kernel",
     "memory_access": "coalesced, vectorised, non-redundant memory access; no host syncs",
@@ -24,7 +24,9 @@ STAGE_DESCRIPTIONS = {
 
 class OptimizeReply(BaseModel):
     explanation: str = Field(description="what you changed and why it is faster")
-    code: str = Field(description="the COMPLETE new kernel file (imports, kernels, Model class)")
+    code: str = Field(
+        description="the COMPLETE new kernel file: same language, same entry points and interface as the input"
+    )
 
 
 class IssueReply(BaseModel):

@@ -81,6 +81,8 @@ class Executor(Protocol):
     #     (used by DSL detection when ``--dsl`` is not given; a Triton executor must NOT claim a
     #     Gluon file, i.e. one importing ``triton.experimental.gluon``).
     # ``timing_noise() -> float | None`` -- a relative noise floor the executor knows for its timer.
+    # ``runnable_on(device: str) -> str | None`` -- None if kernels can run on ``device``, else the reason
+    #     (the pipeline stops before the baseline with that text, e.g. a CUDA source on "cpu").
     # ``close() -> None`` -- stop worker processes; the pipeline calls it at the end of a run.
     # ``evaluate_side_by_side(sources: list[str], *, seed: int, rounds: int = 3) -> list[Evaluation]``
     #     -- check every source against the oracle on the same inputs and time them interleaved in one

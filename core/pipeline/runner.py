@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.errors import InputError, KernelpilotError
+from kernelpilot.errors import InputError, KernelpilotError, ToolMissingError
 from kernelpilot.pipeline.contracts import STAGE_ORDER, Evaluation, Issue, StageContext, Timing
 from kernelpilot.pipeline.noise import estimate_noise, is_faster, not_slower
 from kernelpilot.pipeline.planner import PlannedStage, make_plan
@@ -132,6 +132,12 @@ class Pipeline:
         if not getattr(self.settings, "require_correctness", True):
             self.record.warnings.append(
                 "REQUIRE_CORRECTNESS=false is ignored: the pipeline never accepts an unchecked candidate"
+            )
+        runnable_on = getattr(self.executor, "runnable_on", None)
+        reason = runnable_on(self.opt.device) if runnable_on is not None else None
+        if reason:
+            raise ToolMissingError(
+                f"{self.opt.dsl} kernels cannot run on device {self.opt.device!r}: {reason}"
             )
         self.executor.prepare(Path(self.opt.kernel_path), self.spec, self.opt.variant)
         self.store = self._open_store()
@@ -269,7 +275,6 @@ class Pipeline:
                 extra={"repeat_medians": medians, **_extra_of(first)},
             )
             ev = Evaluation(verdict=verdict, message=message, timing=timing, extra=first.extra)  # type: ignore[arg-type]
-        self.trials_used += 1
         executor_floor = getattr(self.executor, "timing_noise", lambda: None)()
         self.noise = estimate_noise(medians, executor_floor)
         self.record.noise = self.noise
