@@ -182,6 +182,13 @@ def test_claude_engine_writes_workspace_and_launches_only_when_asked(work: Path)
     allow = json.loads((ws / ".claude/settings.json").read_text())["permissions"]["allow"]
     assert "Bash(kernelpilot skill:*)" in allow and "Bash" not in allow
 
+    # --auto-launch without `claude` on PATH: says so, exit 1, the workspace stays usable
+    import sys
+
+    bare = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
+    done = run_cli(*base, "--engine", "claude", "--workspace", str(ws), "--auto-launch", cwd=work, env=bare)
+    assert done.returncode == 1 and "`claude` CLI not found" in done.stdout
+
     # a fake `claude` on PATH records how it was started
     bin_dir = work / "bin"
     bin_dir.mkdir()
