@@ -43,6 +43,9 @@ def make_tree(
     (inc / "cute" / "arch" / "mma_xe.hpp").write_text(
         "template <int M, class D, class A> struct XE_DPAS_TT;\n"
     )
+    for sub, name in (("gemm", "MainloopXeL1Staged"), ("epilogue", "IntelXeGeneric")):
+        (inc / "cutlass" / sub).mkdir(parents=True)
+        (inc / "cutlass" / sub / "dispatch_policy.hpp").write_text(f"struct {name} {{}};\n")
     (root / "tools" / "util" / "include").mkdir(parents=True)
     if fa:
         kernel = root / "applications" / "flash_attention_v2" / "kernel"
@@ -90,6 +93,10 @@ def test_flash_attention_needs_applications_and_a_supported_release(tmp_path: Pa
     ):
         sycl_tla.check_tree_for_kind(old, "fa_decode")
     sycl_tla.check_tree_for_kind(old, "grouped_gemm")  # GEMM programs do not depend on the FA API
+    v06 = make_tree(tmp_path / "v06", version="0.6.0")
+    (v06 / "include" / "cutlass" / "epilogue" / "dispatch_policy.hpp").write_text("struct IntelXeXMX16 {};\n")
+    with pytest.raises(ToolMissingError, match=r"has no IntelXeGeneric .* sycl-tla >= 0\.7"):
+        sycl_tla.check_tree_for_kind(sycl_tla.find_sycl_tla(v06), "gemm")
     no_moe = sycl_tla.find_sycl_tla(make_tree(tmp_path / "nomoe", moe=False))
     with pytest.raises(ToolMissingError, match="moe_grouped_gemm.hpp"):
         sycl_tla.check_tree_for_kind(no_moe, "moe_gemm")

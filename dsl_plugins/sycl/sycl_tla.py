@@ -27,8 +27,15 @@ from kernelpilot.errors import InputError, ToolMissingError
 #: against.  0.9.0 has the same signature but wrong remainder masking (fixed by sycl-tla PR #813), 0.6
 #: lacks CachedKV/PagedKV; both would build programs that fail or do not compile.
 SUPPORTED_FA_VERSIONS = ("0.9.1",)
-#: the GEMM / grouped / MoE programs need the XE_DPAS_TT + MainloopXeL1Staged API (sycl-tla >= 0.6).
-MIN_GEMM_VERSION = (0, 6)
+#: the GEMM / grouped / MoE programs need XE_DPAS_TT, MainloopXeL1Staged(Group) and the IntelXeGeneric
+#: epilogue; the last arrived in sycl-tla 0.7 (0.5 has no MainloopXeL1Staged, 0.6 no IntelXeGeneric).
+MIN_GEMM_VERSION = (0, 7)
+#: (header under include/, name it must declare): probed instead of trusting a version string
+API_PROBES = (
+    (Path("cute") / "arch" / "mma_xe.hpp", "XE_DPAS_TT"),
+    (Path("cutlass") / "gemm" / "dispatch_policy.hpp", "MainloopXeL1Staged"),
+    (Path("cutlass") / "epilogue" / "dispatch_policy.hpp", "IntelXeGeneric"),
+)
 
 #: SPIR-V extensions sycl-tla links with for icpx >= 2025.2 (cmake/FindDPCPP.cmake:108-120).
 SPIRV_EXTENSIONS = (
@@ -168,13 +175,13 @@ def require_sycl_tla(kind: str, explicit: str | os.PathLike[str] | None = None) 
 
 def check_tree_for_kind(tree: SyclTlaTree, kind: str) -> None:
     """Refuse releases and layouts the programs of ``kind`` were not written for, naming the fix."""
-    if not (tree.include / "cute" / "arch" / "mma_xe.hpp").exists() or "XE_DPAS_TT" not in _read(
-        tree.include / "cute" / "arch" / "mma_xe.hpp"
-    ):
-        raise ToolMissingError(
-            f"sycl-tla at {tree.root} ({tree.version}) has no XE_DPAS_TT (include/cute/arch/mma_xe.hpp): "
-            f"kernelpilot's programs need the new Xe API of sycl-tla >= {'.'.join(map(str, MIN_GEMM_VERSION))}"
-        )
+    for rel, name in API_PROBES:
+        if name not in _read(tree.include / rel):
+            raise ToolMissingError(
+                f"sycl-tla at {tree.root} ({tree.version}) has no {name} (include/{rel}): kernelpilot's programs "
+                f"need the current Xe API (XE_DPAS_TT, MainloopXeL1Staged, IntelXeGeneric) of sycl-tla >= "
+                f"{'.'.join(map(str, MIN_GEMM_VERSION))}; check out v0.9.1"
+            )
     if not tree.tools_include.exists():
         raise ToolMissingError(
             f"sycl-tla at {tree.root} lacks tools/util/include (reference GEMM, device memory)"
