@@ -346,3 +346,23 @@ def test_xe_cost_model_in_range_of_public_measurements() -> None:
     assert 60 <= flops / best_t / 1e12 <= 90
     default_t = bmg.estimate_time_s(bmg.default_config("gemm", "bf16"), problem, "arc_pro_b60")
     assert default_t >= best_t
+
+
+def test_stage_model_matches_recorded_cutlass_builds() -> None:
+    """benchmarks/results/hw_models_sm90_compile_check.json records nvcc builds of accepted configs: each
+    compiled without spills and CUTLASS chose exactly the stage count the model predicts."""
+    import json
+    from pathlib import Path
+
+    from kernelpilot.hw_models.sm90 import auto_stages
+
+    path = (
+        Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "hw_models_sm90_compile_check.json"
+    )
+    rows = json.loads(path.read_text())["results"]
+    sm90 = get_target_model("sm90")
+    assert len(rows) >= 5
+    for row in rows:
+        cfg = sm90.parse_config(row["config"])
+        assert sm90.check(cfg).valid and row["compiled"] and row["ptxas_spill_bytes"] == 0
+        assert auto_stages(cfg) == row["cutlass_stages"], row["label"]

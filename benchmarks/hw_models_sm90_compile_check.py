@@ -1,0 +1,143 @@
+"""Compile-check sm90 configs the hardware model accepts (no GPU needed): build, read ptxas, compare stages.
+
+For each config this renders the project's CUTLASS GEMM program (dsl_plugins/cuda/gemm.py
+``render_source``), compiles it with nvcc for sm_90a under the team's build lock, and records
+whether it compiled, the spill bytes ptxas reports for the GEMM kernel, and the mainloop stage count
+CUTLASS chose (from the kernel's mangled name, ``MainloopSm90TmaGmmaWarpSpecialized<Stages,...>``)
+next to the model's prediction.  Writes benchmarks/results/hw_models_sm90_compile_check.json.
+
+    python benchmarks/hw_models_sm90_compile_check.py [--workdir DIR] [--reuse] [--only NAME ...]
+
+``--reuse`` parses logs already in ``--workdir`` (built by an earlier run with the same command)
+instead of compiling again; a config without a log is built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+
+from kernelpilot.dsl_plugins.cuda.gemm import render_source
+from kernelpilot.hw_models.sm90 import Sm90Model, auto_stages
+from kernelpilot.toolchain import tool_version
+
+CUTLASS = Path("/work/deps/nvidia-cutlass/cutlass_library/source")
+CONFIGS = {
+    "c128x192x64_coop": {"tile": [128, 192, 64], "cluster": [1, 1], "schedule": "cooperative"},
+    "c256x64x64_pp": {"tile": [256, 64, 64], "cluster": [1, 1], "schedule": "pingpong"},
+    "c64x64x64_pp_2x2": {"tile": [64, 64, 64], "cluster": [2, 2], "schedule": "pingpong"},
+    "c128x96x64_pp": {"tile": [128, 96, 64], "cluster": [1, 1], "schedule": "pingpong"},
+    "c128x128x128_coop_2x1": {"tile": [128, 128, 128], "cluster": [2, 1], "schedule": "cooperative"},
+}
+NVCC = [
+    "nvcc",
+    "-std=c++17",
+    "-O1",
+    "-DNDEBUG",
+    "-gencode",
+    "arch=compute_90a,code=sm_90a",
+    "--expt-relaxed-constexpr",
+    "-Xptxas=-v",
+]
+
+
+def command(name: str) -> list[str]:
+    return [
+        "flock",
+        "/tmp/kp-nvcc.lock",
+        *NVCC,
+        f"-I{CUTLASS}/include",
+        f"-I{CUTLASS}/tools/util/include",
+        "-o",
+        f"{name}.bin",
+        f"{name}.cu",
+    ]
+
+
+def parse_log(text: str) -> dict:
+    """Spills and stages of the GEMM kernel entry (``cutlass13device_kernel``) from ptxas -v output."""
+    spills = None
+    stages = None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if "Function properties for _ZN7cutlass13device_kernel" in line and i + 1 < len(lines):
+            m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", lines[i + 1])
+            if m:
+                spills = int(m.group(1)) + int(m.group(2))
+            s = re.search(r"MainloopSm90TmaGmmaWarpSpecializedILi(\d+)E", line)
+            if s:
+                stages = int(s.group(1))
+    return {"spill_bytes": spills, "stages": stages}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--workdir", default="/tmp/hwA_builds")
+    ap.add_argument("--reuse", action="store_true")
+    ap.add_argument("--only", nargs="*", default=None)
+    args = ap.parse_args()
+    work = Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    model = Sm90Model()
+    rows = []
+    for name, raw in CONFIGS.items():
+        if args.only and name not in args.only:
+            continue
+        cfg = model.parse_config({"kernel": "gemm", "dtype": "bf16", **raw})
+        check = model.check(cfg, {"M": 4096, "N": 4096, "K": 4096, "layout": "rr"})
+        full = {**cfg.as_dict(), "epilogue": "tma"}
+        (work / f"{name}.cu").write_text(render_source(full, "bf16", "rr"))
+        log = work / f"{name}.log"
+        seconds = None
+        if not (args.reuse and log.exists() and log.stat().st_size > 0):
+            start = time.time()
+            with log.open("w") as fh:
+                rc = subprocess.run(command(name), cwd=work, stdout=fh, stderr=subprocess.STDOUT).returncode
+            seconds = round(time.time() - start, 1)
+        else:
+            rc = 0 if (work / f"{name}.bin").exists() else 1
+        parsed = parse_log(log.read_text(errors="replace"))
+        rows.append(
+            {
+                "name": name,
+                "label": cfg.label(),
+                "config": cfg.as_dict(),
+                "model_valid": check.valid,
+                "model_predicted_stages": cfg.stages or auto_stages(cfg),
+                "compiled": rc == 0,
+                "ptxas_spill_bytes": parsed["spill_bytes"],
+                "cutlass_stages": parsed["stages"],
+                "build_seconds_incl_lock_wait": seconds,
+            }
+        )
+        print(json.dumps(rows[-1]))
+    out = {
+        "what": "sm90 configs accepted by the hardware model, compiled locally for sm_90a (no GPU run)",
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "host": "CPU build machine (2 cores), no GPU",
+        "nvcc": tool_version("nvcc"),
+        "cutlass": "nvidia-cutlass 4.2.0.0 wheel headers (" + str(CUTLASS) + ")",
+        "command": "python benchmarks/hw_models_sm90_compile_check.py "
+        + " ".join((["--reuse"] if args.reuse else []) + ["--workdir", str(work)]),
+        "nvcc_command": " ".join(command("<name>")),
+        "results": rows,
+    }
+    dest = Path(__file__).parent / "results" / "hw_models_sm90_compile_check.json"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {dest}")
+    bad = [r for r in rows if r["model_valid"] and (not r["compiled"] or (r["ptxas_spill_bytes"] or 0) > 0)]
+    mismatched = [
+        r for r in rows if r["cutlass_stages"] and r["cutlass_stages"] != r["model_predicted_stages"]
+    ]
+    print(f"{len(rows)} configs, {len(bad)} model disagreements, {len(mismatched)} stage-count mismatches")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
