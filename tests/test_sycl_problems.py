@@ -137,6 +137,9 @@ def test_gemm_run_command_and_variants() -> None:
         "--l2_mib=18",
     ]
     assert env["SYCL_PROGRAM_COMPILE_OPTIONS"] == "-ze-opt-large-register-file"
+    # the tuner's generic timing knobs (--reps, --target-ms) reach the program under its names
+    argv, _ = g.run_command(Path("p"), p, {"reps": 9, "target_ms": 25.4, "warmup": 3})
+    assert argv[-3:] == ["--warmup=3", "--repetitions=9", "--target_ms=25"]
     cfg = {"wg": [64, 256, 32], "sg": [2, 8, 1], "stages": 2, "schedule": "splitk"}
     assert g.runtime_variants(cfg, p) == [{"mode": "splitk", "splits": s} for s in (2, 4, 8)]
     short = g.validate_problem({"M": 64, "N": 4096, "K": 96}, "bf16", "w")

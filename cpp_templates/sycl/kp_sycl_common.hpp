@@ -31,6 +31,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace kp {
@@ -330,9 +331,16 @@ struct TimeStats {
 /// timed with a host clock between two queue drains, which also covers launches that carry no SYCL
 /// event (sycl-tla launches event-less unless CUTLASS_SYCL_PROFILING_ENABLED is defined).
 template <class Launch>
-TimeStats time_launches(Launch&& launch, int warmup, int iterations, int repetitions) {
-  for (int i = 0; i < warmup; ++i) launch(i);
+TimeStats time_launches(Launch&& launch, int warmup, int iterations, int repetitions, double target_ms = 0.0) {
+  auto w0 = std::chrono::steady_clock::now();
+  int warm = std::max(warmup, target_ms > 0 ? 1 : 0);
+  for (int i = 0; i < warm; ++i) launch(i);
   compat::wait();
+  if (target_ms > 0) {
+    // --target_ms: size each timed group from the warm-up, so short kernels are timed over enough launches
+    double est = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count() / warm;
+    iterations = int(std::min(100000.0, std::max(1.0, std::ceil(target_ms / std::max(est, 1e-4)))));
+  }
   std::vector<double> per_launch;
   per_launch.reserve(repetitions);
   int counter = 0;
@@ -360,18 +368,31 @@ struct TimingOptions {
   int warmup = 10;
   int iterations = 20;
   int repetitions = 7;
+  int target_ms = 0;  // > 0: iterations per repetition chosen so one repetition lasts about this long
   void parse(const cutlass::CommandLine& cmd) {
     warmup = arg_int(cmd, "warmup", warmup);
     iterations = arg_int(cmd, "iterations", iterations);
     repetitions = arg_int(cmd, "repetitions", repetitions);
-    if (warmup < 0 || iterations < 1 || repetitions < 1) {
-      throw UsageError("--warmup must be >= 0, --iterations and --repetitions >= 1");
+    target_ms = arg_int(cmd, "target_ms", target_ms);
+    if (warmup < 0 || iterations < 1 || repetitions < 1 || target_ms < 0) {
+      throw UsageError("--warmup and --target_ms must be >= 0, --iterations and --repetitions >= 1");
     }
   }
   std::string json() const {
-    return JsonObject().integer("warmup", warmup).integer("iterations", iterations).integer("repetitions", repetitions).dump();
+    return JsonObject()
+        .integer("warmup", warmup)
+        .integer("iterations", iterations)
+        .integer("repetitions", repetitions)
+        .integer("target_ms", target_ms)
+        .dump();
   }
 };
+
+/// time_launches with the parsed options.
+template <class Launch>
+TimeStats time_with(Launch&& launch, const TimingOptions& t) {
+  return time_launches(std::forward<Launch>(launch), t.warmup, t.iterations, t.repetitions, double(t.target_ms));
+}
 
 // ------------------------------------------------------------------------------------------------
 // Result line
@@ -407,6 +428,7 @@ struct Result {
                            .num("max", time.max_ms)
                            .integer("repetitions", time.repetitions)
                            .dump());
+      o.integer("iterations_per_repetition", time.iterations);
       o.num("tflops", flops / (time.median_ms * 1e-3) * 1e-12);
       o.num("gbps", bytes / (time.median_ms * 1e-3) * 1e-9);
     }

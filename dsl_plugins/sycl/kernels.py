@@ -37,7 +37,14 @@ def _library_version(sycl_tla_dir: str) -> str:
 
 
 def _timing_args(runtime: dict[str, Any]) -> list[str]:
-    return [f"--{k}={int(runtime[k])}" for k in TIMING_KEYS if k in runtime]
+    """Timing knobs: ours (warmup, iterations, repetitions, target_ms) and the tuner's generic names
+    (``reps`` = repetitions, ``target_ms``)."""
+    args = {k: runtime[k] for k in TIMING_KEYS if k in runtime}
+    if "reps" in runtime:
+        args.setdefault("repetitions", runtime["reps"])
+    if "target_ms" in runtime:
+        args["target_ms"] = max(1, round(float(runtime["target_ms"])))
+    return [f"--{k}={int(v)}" for k, v in args.items()]
 
 
 class SyclTileKernel:

@@ -313,7 +313,7 @@ int main(int argc, const char** argv) {
       res.message = "result disagrees with the host attention reference";
       return;
     }
-    res.time = kp::time_launches([&](int) { timed.run(); }, timing.warmup, timing.iterations, timing.repetitions);
+    res.time = kp::time_with([&](int) { timed.run(); }, timing);
     res.timed = true;
     res.flops = attention_flops(d);
     res.bytes = double(d.batch) * (double(d.hq) * d.sq * (d.dqk * sizeof(ElementQ) + d.dvo * sizeof(ElementO)) +

@@ -250,8 +250,7 @@ int main(int argc, const char** argv) {
       return;
     }
 
-    res.time = kp::time_launches([&](int i) { slots[i % rotate]->run(); }, timing.warmup, timing.iterations,
-                                 timing.repetitions);
+    res.time = kp::time_with([&](int i) { slots[i % rotate]->run(); }, timing);
     res.timed = true;
     res.flops = 2.0 * m * double(n) * k;
     res.bytes = operand_bytes + kp::bytes_of<ElementOutput>(double(m) * n);

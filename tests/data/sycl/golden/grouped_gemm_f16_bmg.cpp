@@ -287,7 +287,7 @@ int main(int argc, const char** argv) {
       res.message = "result disagrees with the per-group reference GEMMs";
       return;
     }
-    res.time = kp::time_launches([&](int) { timed.run(); }, timing.warmup, timing.iterations, timing.repetitions);
+    res.time = kp::time_with([&](int) { timed.run(); }, timing);
     res.timed = true;
     double flops = 0, bytes = 0;
     for (auto const& s : shapes) {

@@ -178,8 +178,7 @@ int main(int argc, const char** argv) {
       res.message = "result disagrees with the per-expert reference GEMMs";
       return;
     }
-    res.time = kp::time_launches([&](int) { timed.launch(hw_info); }, timing.warmup, timing.iterations,
-                                 timing.repetitions);
+    res.time = kp::time_with([&](int) { timed.launch(hw_info); }, timing);
     res.timed = true;
     double flops = 0, bytes = 0;
     for (int t : tokens) {
