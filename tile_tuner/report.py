@@ -161,10 +161,12 @@ def problems_of(doc: dict[str, Any]) -> list[str]:
 
 
 def console(doc: dict[str, Any]) -> None:
+    import sys
+
     from rich.console import Console
     from rich.table import Table
 
-    con = Console()
+    con = Console(width=None if sys.stdout.isatty() else 200)  # logs and pipes get the whole table
     table = Table(
         title=f"kernelpilot tune: {doc.get('target')} on {doc.get('device_name') or doc.get('device')}"
     )
