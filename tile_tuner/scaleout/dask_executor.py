@@ -225,6 +225,7 @@ class DaskExecutor:
                     jobs=opts.jobs,
                     timeout_s=opts.build_timeout_s,
                     deadline=getattr(backend, "deadline", None),
+                    kernel=backend.kernel,
                 )
                 key = "kp-build-" + _digest(chunk.fingerprint, [i.cache_key for i in part])
                 fut = client.submit(
@@ -290,6 +291,7 @@ class DaskExecutor:
             bench_args=dict(opts.bench_args),
             timeout_s=opts.run_timeout_s,
             cache_key=outcome.cache_key,
+            kernel=st.kernel,
         )
         key = "kp-bench-" + _digest(
             job.kind, job.target, item.key, sorted(st.problem.items()), job.bench_args, job.cache_key

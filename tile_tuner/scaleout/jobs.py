@@ -39,6 +39,7 @@ class BuildChunk:
     jobs: int | None
     timeout_s: float
     deadline: float | None = None  # wall-clock end of --budget-minutes (time.time() scale)
+    kernel: Any = None  # the TileKernel object (pickled by reference to its class); None: by kind
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class BenchJob:
     bench_args: dict[str, Any]
     timeout_s: float
     cache_key: str
+    kernel: Any = None  # as in BuildChunk
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,7 @@ def run_build_chunk(chunk: BuildChunk) -> dict[str, BuiltBinary]:
     """Build ``chunk`` with this worker's toolchain into the (shared or local) content cache."""
     from kernelpilot.tile_tuner.builder import BuildCache, build_batch, recipe_fingerprint
 
-    kernel = _tile_kernel(chunk.kind, chunk.target)
+    kernel = chunk.kernel or _tile_kernel(chunk.kind, chunk.target)
     recipe = kernel.build_recipe(chunk.target, {**chunk.kernel_options, "build_timeout_s": chunk.timeout_s})
     if recipe_fingerprint(recipe) != chunk.fingerprint:
         # a different compiler or CUTLASS would build different binaries under the same cache keys
@@ -206,7 +208,7 @@ def run_bench(
 
     t0 = time.monotonic()
     path = materialize(binary)
-    kernel = _tile_kernel(job.kind, job.target)
+    kernel = job.kernel or _tile_kernel(job.kind, job.target)
     result = measure_binary(kernel, job.config, job.problem, path, job.bench_args, job.timeout_s)
     return result, time.monotonic() - t0, worker_identity()
 
