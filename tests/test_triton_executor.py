@@ -142,6 +142,16 @@ def test_tolerances_from_settings_win_over_spec(tmp_path):
     assert (ex_default.rtol, ex_default.atol) == (1e-2, 1e-5)
 
 
+def test_environment_between_spec_and_defaults(tmp_path, monkeypatch):
+    (tmp_path / "scale.py").write_text(kernel())
+    monkeypatch.chdir(tmp_path)  # no .env here
+    monkeypatch.setenv("CORRECTNESS_RTOL", "0.2")
+    monkeypatch.setenv("CORRECTNESS_ATOL", "0.3")
+    ex = TritonExecutor("triton", "cpu", None)
+    ex.prepare(tmp_path / "scale.py", parse_spec(SPEC), "ci")  # spec sets rtol only
+    assert (ex.rtol, ex.atol) == (0.001, 0.3)
+
+
 def test_side_by_side_checks_each_candidate(executor):
     good, bad = executor.evaluate_side_by_side([kernel(), kernel(factor="1.0")], seed=9, rounds=1)
     assert good.correct and good.timing is not None

@@ -124,6 +124,14 @@ class TritonExecutor:
             raise InputError("kernel file not found", file=str(kernel_path))
         self.spec = spec if isinstance(spec, KernelSpec) else load_spec(spec)
         self.variant = self.spec.resolve(variant)
+        if self.settings is None:
+            # Used on its own (benchmarks, skills): apply the same priority the pipeline does, spec >
+            # environment/.env > defaults (there is no CLI here).
+            from kernelpilot.settings import load_settings
+
+            self.settings = load_settings(
+                spec=self.spec.tolerance_settings(self.variant.name + f"#{self.variant.index}")
+            )
         if not self.variant.inputs and "def get_example_inputs" not in self.kernel_path.read_text(
             encoding="utf-8"
         ):
