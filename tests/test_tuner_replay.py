@@ -94,3 +94,36 @@ def test_report_rerenders_a_replayed_run(tmp_path):
     assert r.returncode == 0 and "1024" in r.stdout
     assert (out / "roofline.png").exists() and (out / "convergence.png").exists()
     assert Path(out / "report.csv").exists()
+
+
+def test_result_above_the_device_peak_is_an_error_not_a_record(tmp_path):
+    from kernelpilot.dsl_plugins.cuda.gemm import CutlassSm90Gemm
+    from kernelpilot.targets import get_target_model
+    from kernelpilot.tile_tuner.engine import TuneEngine, TuneOptions, Workload, summarize_state
+    from kernelpilot.tile_tuner.store import ResultsStore
+
+    class TinyPeak:
+        name = "tiny"
+
+        def peak(self, dtype):
+            return 100.0  # TFLOP/s: every recorded H200 result (up to ~810) is above it
+
+    opts = TuneOptions(
+        out_dir=tmp_path, store_path=tmp_path / "s.sqlite", cache_dir=tmp_path / "c", replay=STORE
+    )
+    wl = Workload(name="w", kernel="gemm", dtype="bf16", dims={"M": 4096, "N": 4096, "K": 4096}, target="sm90",
+                  proposer="exhaustive", budget_configs=3, space_filter=GT_SPACE)  # fmt: skip
+    engine = TuneEngine(
+        get_target_model("sm90"),
+        CutlassSm90Gemm(),
+        "sm90",
+        opts,
+        ResultsStore(opts.store_path),
+        device=TinyPeak(),
+    )
+    [s] = engine.run([wl])
+    assert {t.status for t in s.tried} == {"above_peak"} and s.best() is None
+    doc = summarize_state(s, "sm90", TinyPeak(), CutlassSm90Gemm())
+    from kernelpilot.tile_tuner.report import problems_of
+
+    assert any("ABOVE DEVICE PEAK" in line for line in problems_of({"workloads": [doc]}))

@@ -177,3 +177,39 @@ def test_report_re_renders_from_run_json(tmp_path):
         tmp_path / "o" / "roofline.png"
     ).exists()
     assert run_cli("report", str(tmp_path / "missing.json")).returncode == 2
+
+
+class _FakeClient:
+    """Stands in for kernelpilot.llm.LLMClient: returns canned replies, records the prompts."""
+
+    def __init__(self, replies):
+        self.replies = list(replies)
+        self.prompts = []
+
+    def chat(self, messages):
+        self.prompts.append(messages[-1]["content"])
+        return self.replies.pop(0)
+
+
+def test_llm_proposer_parses_checks_and_feeds_back_invalid_proposals():
+    space = _space()
+    reply = json.dumps(
+        {"configs": [{"tile": [64, 64], "schedule": "b"}, {"tile": [128, 128], "schedule": "a"}]}
+    )
+    client = _FakeClient([reply, json.dumps({"configs": []})])
+    p = make_proposer("llm", space, client=client)
+    h = History()
+    got = p.propose(4, h)
+    assert [c.label() for c in got] == ["64x64_b"]
+    assert h.invalid and "toy.tile_area" in h.invalid[0]["violations"][0]
+    p.propose(4, h)
+    assert "toy.tile_area" in client.prompts[1]  # the violation is fed back
+    assert "64x64_b" not in client.prompts[0] and "legal configs" in client.prompts[0]
+
+
+def test_hybrid_falls_back_to_the_model_when_the_llm_reply_is_garbage():
+    space = _space()
+    p = make_proposer("hybrid", space, client=_FakeClient(["I think 64x64 is nice"]))
+    h = History()
+    got = p.propose(3, h)
+    assert len(got) == 3 and h.invalid[0]["violations"] == ["reply is not JSON"]

@@ -351,7 +351,8 @@ class TuneEngine:
             device=self.backend.device_name,
             toolchain=self.backend.toolchain,
             library=self.backend.library,
-            template_version=self.kernel.template_version,
+            template_version=self.kernel.template_version
+            + (f"/{self.kernel.variants_version}" if getattr(self.kernel, "variants_version", "") else ""),
             kernel=state.workload.kernel,
             dtype=state.problem["dtype"],
             layout=str(state.problem.get("layout", "")),

@@ -16,6 +16,8 @@ without them keeps working; the CUDA GEMM in ``dsl_plugins/cuda/gemm.py`` implem
   tflops}`` per variant.  Any variant with a wrong result makes the line ``wrong_result`` (exit 4).
   When False, ``run_command`` is called once per variant with that variant's dict merged into
   ``runtime`` and the tuner keeps the fastest.
+* ``variants_version: str`` -- bump when ``runtime_variants`` changes which run-time knobs are measured;
+  it is appended to the template version in the results-store key (not in the build-cache key).
 * ``check_runtime() -> None`` -- called before the first build of a real (not dry-run, not replay)
   run; raise ``ToolMissingError`` when the device or runtime is missing, so nothing is built in vain.
 * ``min_bytes(problem) -> float`` -- compulsory device-memory traffic, for the roofline plot.

@@ -156,6 +156,9 @@ class CutlassSm90Gemm:
     targets = ("sm90",)
     template_version = TEMPLATE_VERSION
     runs_variants_in_one_process = True
+    # bump when runtime_variants() changes which knobs are measured: part of the results-store key
+    # (not of the build-cache key, so binaries are reused).  v1 recorded the H200 ground truth.
+    variants_version = "v2"
 
     def validate_problem(self, dims: dict[str, Any], dtype: Any, where: str) -> dict[str, Any]:
         allowed = {"M", "N", "K", "layout"}
@@ -239,7 +242,7 @@ class CutlassSm90Gemm:
 
     def runtime_variants(self, config: Any, problem: dict[str, Any]) -> list[dict[str, Any]]:
         """Raster order x swizzle for every schedule; split-K / stream-K for cooperative stream-K builds
-        when the problem has too few output tiles to fill the GPU twice."""
+        when the grid is small (< 2 waves) or ragged (< 4 waves, last one under 75 % full)."""
         cfg = normalize(config_dict(config))
         tm, tn, tk = cfg["tile"]
         tiles_m, tiles_n = math.ceil(problem["M"] / tm), math.ceil(problem["N"] / tn)
@@ -247,7 +250,13 @@ class CutlassSm90Gemm:
         rasters = ["M", "N"] if min(tiles_m, tiles_n) > 1 else ["H"]
         decomp = "D" if cfg["tile_scheduler"] == "streamk" else "H"
         out = [{"raster": r, "swizzle": s, "decomp": decomp, "splits": 1} for r in rasters for s in swizzles]
-        if cfg["tile_scheduler"] == "streamk" and tiles_m * tiles_n < 2 * SM_COUNT_H200:
+        tiles = tiles_m * tiles_n
+        waves = tiles / SM_COUNT_H200
+        last_wave_fill = waves - math.floor(waves)
+        # stream-K / split-K pay off when the grid is small or its last wave is mostly empty (wave
+        # quantization: 3000^3 with 128x256 tiles is 288 tiles = 2.18 waves on 132 SMs)
+        small_or_ragged = tiles < 2 * SM_COUNT_H200 or (waves < 4 and 0 < last_wave_fill < 0.75)
+        if cfg["tile_scheduler"] == "streamk" and small_or_ragged:
             k_tiles = math.ceil(problem["K"] / tk)
             out.append({"raster": "H", "swizzle": 1, "decomp": "K", "splits": 1})
             for splits in (2, 4, 8):
