@@ -59,7 +59,13 @@ def test_grouped_problem_accepts_groups_of_different_sizes() -> None:
     with pytest.raises(InputError, match="either shapes or M, N, K, groups"):
         g.validate_problem({"shapes": [[8, 16, 16]], "M": 8}, "bf16", "w")
     argv, env = g.run_command(Path("/b/program"), p, {"warmup": 5, "repetitions": 9})
-    assert argv == ["/b/program", "--shapes=128x256x512,64x1024x256", "--warmup=5", "--repetitions=9"]
+    assert argv == [
+        "/b/program",
+        "--shapes=128x256x512,64x1024x256",
+        "--l2_mib=64",
+        "--warmup=5",
+        "--repetitions=9",
+    ]
     assert env["ONEAPI_DEVICE_SELECTOR"] and env["IGC_ExtraOCLOptions"] == "-cl-intel-256-GRF-per-thread"
     assert g.flops(p) == 2 * (128 * 256 * 512 + 64 * 1024 * 256)
 
@@ -74,7 +80,7 @@ def test_moe_problem_token_split_is_reproducible_and_skewed() -> None:
     explicit = m.validate_problem({"N": 512, "K": 256, "tokens_per_expert": [3, 0, 300]}, "f16", "w")
     assert explicit["num_experts"] == 3 and explicit["total_tokens"] == 303
     argv, _ = m.run_command(Path("p"), explicit, {})
-    assert argv == ["p", "--n=512", "--k=256", "--tokens=3,0,300"]
+    assert argv == ["p", "--n=512", "--k=256", "--tokens=3,0,300", "--l2_mib=64"]
     assert m.flops(explicit) == 2 * 303 * 512 * 256
     with pytest.raises(InputError, match="MoE GEMM takes 16-bit float A and B"):
         m.validate_problem({"N": 512, "K": 256, "num_experts": 2, "total_tokens": 4}, "s8", "w")
@@ -91,7 +97,7 @@ def test_attention_problem_names_and_rules() -> None:
     assert (p["head_dim_qk"], p["head_dim_vo"], p["causal"], p["fa_mode"]) == (128, 128, False, "prefill")
     argv, _ = pre.run_command(Path("p"), p, {"iterations": 50})
     assert argv == ["p", "--batch=2", "--num_heads_q=32", "--num_heads_kv=8", "--seq_qo=1024", "--seq_kv=4096",
-                    "--head_dim_qk=128", "--head_dim_vo=128", "--iterations=50"]  # fmt: skip
+                    "--head_dim_qk=128", "--head_dim_vo=128", "--l2_mib=64", "--iterations=50"]  # fmt: skip
     assert pre.flops(p) == 2.0 * 2 * 32 * 1024 * 4096 * 256
     causal = pre.validate_problem({**dims, "seq_kv": 1024, "causal": True}, "bf16", "w")
     assert pre.flops(causal) == pytest.approx(2.0 * 2 * 32 * 1024 * (1025 / 2) * 256)

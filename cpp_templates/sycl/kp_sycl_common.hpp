@@ -388,6 +388,17 @@ struct TimingOptions {
   }
 };
 
+/// How many operand sets to cycle through while timing, so the last-level cache does not flatter small
+/// problems: --rotate=R if given, else enough sets to stream twice --l2_mib, at most 16 (1 without either).
+inline int rotation_count(const cutlass::CommandLine& cmd, double operand_bytes) {
+  int rotate = arg_int(cmd, "rotate", 0);
+  int l2_mib = arg_int(cmd, "l2_mib", 0);
+  if (rotate <= 0) {
+    rotate = l2_mib > 0 ? int(std::ceil(2.0 * l2_mib * 1048576.0 / std::max(operand_bytes, 1.0))) : 1;
+  }
+  return std::max(1, std::min(rotate, 16));
+}
+
 /// time_launches with the parsed options.
 template <class Launch>
 TimeStats time_with(Launch&& launch, const TimingOptions& t) {

@@ -19,6 +19,7 @@ from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram
 
 TEMPLATE_VERSION = "sycl-1"
 TIMING_KEYS = ("warmup", "iterations", "repetitions")
+DEFAULT_L2_MIB = 64
 
 
 def library_version_for_render() -> str:
@@ -34,6 +35,12 @@ def _library_version(sycl_tla_dir: str) -> str:
     except Exception:  # noqa: BLE001 - a broken tree is reported by build_recipe, not by render
         tree = None
     return tree.key() if tree else "sycl-tla (not found)"
+
+
+def _l2_arg(runtime: dict[str, Any]) -> list[str]:
+    """Operand rotation: the program cycles through enough input sets to stream twice ``l2_mib`` (the
+    tuner passes the device's L2; 64 MiB covers BMG's 18-24 MiB when it does not)."""
+    return [f"--l2_mib={int(runtime.get('l2_mib', DEFAULT_L2_MIB))}"]
 
 
 def _timing_args(runtime: dict[str, Any]) -> list[str]:
@@ -134,8 +141,7 @@ class XeGemm(SyclTileKernel):
         argv = [str(binary), f"--m={problem['M']}", f"--n={problem['N']}", f"--k={problem['K']}"]
         if "mode" in runtime:
             argv += [f"--mode={runtime['mode']}", f"--splits={int(runtime.get('splits', 1))}"]
-        argv.append(f"--l2_mib={int(runtime.get('l2_mib', 64))}")
-        return argv + _timing_args(runtime), self.env()
+        return argv + _l2_arg(runtime) + _timing_args(runtime), self.env()
 
     def flops(self, problem: dict[str, Any]) -> float:
         return 2.0 * problem["M"] * problem["N"] * problem["K"]
@@ -153,7 +159,7 @@ class XeGroupedGemm(SyclTileKernel):
         self, binary: Path, problem: dict[str, Any], runtime: dict[str, Any]
     ) -> tuple[list[str], dict[str, str]]:
         shapes = ",".join(f"{m}x{n}x{k}" for m, n, k in problem["shapes"])
-        return [str(binary), f"--shapes={shapes}", *_timing_args(runtime)], self.env()
+        return [str(binary), f"--shapes={shapes}", *_l2_arg(runtime), *_timing_args(runtime)], self.env()
 
     def flops(self, problem: dict[str, Any]) -> float:
         return sum(2.0 * m * n * k for m, n, k in problem["shapes"])
@@ -172,7 +178,7 @@ class XeMoeGemm(SyclTileKernel):
     ) -> tuple[list[str], dict[str, str]]:
         tokens = ",".join(str(t) for t in problem["tokens_per_expert"])
         argv = [str(binary), f"--n={problem['N']}", f"--k={problem['K']}", f"--tokens={tokens}"]
-        return argv + _timing_args(runtime), self.env()
+        return argv + _l2_arg(runtime) + _timing_args(runtime), self.env()
 
     def flops(self, problem: dict[str, Any]) -> float:
         return sum(2.0 * t * problem["N"] * problem["K"] for t in problem["tokens_per_expert"])
@@ -199,7 +205,7 @@ class XeFlashAttention(SyclTileKernel):
             f"--head_dim_qk={problem['head_dim_qk']}",
             f"--head_dim_vo={problem['head_dim_vo']}",
         ]
-        return argv + _timing_args(runtime), self.env()
+        return argv + _l2_arg(runtime) + _timing_args(runtime), self.env()
 
     def flops(self, problem: dict[str, Any]) -> float:
         return problems.fa_flops(problem)

@@ -198,12 +198,7 @@ int main(int argc, const char** argv) {
 
     // Rotate operand sets so that the last-level cache does not flatter small problems.
     double operand_bytes = kp::bytes_of<ElementA>(double(m) * k) + kp::bytes_of<ElementB>(double(k) * n);
-    int l2_mib = kp::arg_int(cmd, "l2_mib", 0);
-    int rotate = kp::arg_int(cmd, "rotate", 0);
-    if (rotate <= 0) {
-      rotate = l2_mib > 0 ? int(std::ceil(2.0 * l2_mib * 1024.0 * 1024.0 / operand_bytes)) : 1;
-      rotate = std::max(1, std::min(rotate, 16));
-    }
+    int rotate = kp::rotation_count(cmd, operand_bytes);
     res.runtime_json = kp::JsonObject().str("mode", run.mode).integer("splits", run.splits).integer("rotate", rotate).raw("timing", timing.json()).dump();
 
     res.device = kp::device_name_or_throw();
