@@ -44,7 +44,11 @@ SHAPES = [
 GT_SPACE = {"tile_k": [64], "cluster": [[1, 1], [2, 1], [1, 2]], "schedule": ["cooperative", "pingpong"]}
 
 
-def cublas(out: Path) -> dict:
+def cublas(out: Path, graphs: bool = True, clock_warmup_s: float = 1.0) -> dict:
+    """torch.matmul timings.  With ``graphs`` the timed launches are captured in a CUDA graph and the
+    graph is replayed, so PyTorch's per-call host dispatch (~10-20 us) is not counted: without it,
+    microsecond-scale shapes (1024^3, M=16) measure the host, not cuBLAS (the recorded run of commit
+    38e9455 used neither graphs nor the clock warm-up)."""
     import torch
 
     res = {
@@ -52,8 +56,18 @@ def cublas(out: Path) -> dict:
         "cuda": torch.version.cuda,
         "device": torch.cuda.get_device_name(0),
         "shapes": {},
+        "graphs": graphs,
+        "clock_warmup_s": clock_warmup_s,
     }
     g = torch.Generator(device="cuda").manual_seed(0)
+    # The GPU idles at 345 MHz; without this the first shape is timed while the clocks ramp up (seen in
+    # the recorded run: cuBLAS 8192^3 at 577-607 TFLOP/s, the first shape of each pass).
+    x = torch.rand(8192, 8192, device="cuda", dtype=torch.bfloat16, generator=g)
+    t0 = time.time()
+    while time.time() - t0 < clock_warmup_s:
+        torch.matmul(x, x)
+        torch.cuda.synchronize()
+    del x
     for name, m, n, k in SHAPES:
         set_bytes = 2 * (m * k + k * n + m * n)
         nbuf = max(1, min(64, math.ceil(2.5 * 60e6 / set_bytes)))
@@ -77,11 +91,28 @@ def cublas(out: Path) -> dict:
         per = e0.elapsed_time(e1) / 20
         iters = max(3, min(20000, int(10.0 / max(per, 1e-4))))
         reps = []
+        graph = None
+        if graphs:
+            iters = min(iters, 2000)
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):  # warm cuBLAS (workspace, heuristics) on the capture stream
+                torch.matmul(a[0], b[0], out=c[0])
+            torch.cuda.current_stream().wait_stream(stream)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for i in range(iters):
+                    torch.matmul(a[i % nbuf], b[i % nbuf], out=c[i % nbuf])
+            graph.replay()
+            torch.cuda.synchronize()
         for r in range(5):
             e0.record()
-            for i in range(iters):
-                j = (r * iters + i) % nbuf
-                torch.matmul(a[j], b[j], out=c[j])
+            if graph is not None:
+                graph.replay()
+            else:
+                for i in range(iters):
+                    j = (r * iters + i) % nbuf
+                    torch.matmul(a[j], b[j], out=c[j])
             e1.record()
             torch.cuda.synchronize()
             reps.append(e0.elapsed_time(e1) / iters)
@@ -95,7 +126,7 @@ def cublas(out: Path) -> dict:
             f"cublas {name}: {med:.4f} ms {res['shapes'][name]['tflops']:.1f} TFLOP/s rel_err {rel:.2e}",
             flush=True,
         )
-        del a, b, c, ref
+        del a, b, c, ref, graph
         torch.cuda.empty_cache()
     (out / "cublas.json").write_text(json.dumps(res, indent=1))
     return res
@@ -125,6 +156,9 @@ def main() -> int:
     )
     ap.add_argument("--target-ms", type=float, default=5.0)
     ap.add_argument("--cold-shape", default="M=8192,N=8192,K=8192")
+    ap.add_argument(
+        "--cublas-no-graphs", action="store_true", help="time eager torch.matmul calls (as in 38e9455)"
+    )
     args = ap.parse_args()
     t_start = time.time()
     out, work = Path(args.out), Path(args.work)
@@ -157,7 +191,7 @@ def main() -> int:
     if "cublas" in phases:
         t0 = time.time()
         summary["phases"]["cublas"] = {"wall_s": None}
-        cublas(out)
+        cublas(out, graphs=not args.cublas_no_graphs)
         summary["phases"]["cublas"]["wall_s"] = round(time.time() - t0, 1)
         save()
     cold_args = [
