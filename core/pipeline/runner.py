@@ -14,6 +14,7 @@ prompts, knowledge base).  Rules the loop enforces (each one fixes a defect seen
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -103,7 +104,7 @@ class Pipeline:
         )
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.record_path = options.record_path or (
-            Path(settings.log_dir) / f"run-{stamp}-{Path(options.kernel_path).stem}.json"
+            Path(settings.log_dir) / f"run-{stamp}-{os.getpid()}-{Path(options.kernel_path).stem}.json"
         )
 
     # ------------------------------------------------------------------------------------- run
