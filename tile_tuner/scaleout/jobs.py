@@ -124,11 +124,11 @@ def worker_identity() -> dict[str, str]:
 
 
 def warm_worker() -> str:
-    """Import the tuner and load the plugins once per worker, ahead of its first task."""
-    from kernelpilot.plugins import get_registry
+    """Import the tuner once per worker, ahead of its first task.  Not the plugin registry: tasks
+    carry their TileKernel (its module is imported when the task is unpickled), and loading every
+    plugin would import Triton for nothing."""
     from kernelpilot.tile_tuner import engine  # noqa: F401
 
-    get_registry().collect("kp_tile_kernels")
     return socket.gethostname()
 
 
