@@ -180,3 +180,48 @@ def test_autotuned_kernel_runs_correctly_under_interpreter(name, tmp_path):
     assert ev.verdict == "correct", ev.message
     assert ev.extra["autotune_choice"]  # the autotuner really chose a config
     ex.close()
+
+
+IN_PLACE = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_one_kernel(buf_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(buf_ptr + offs, tl.load(buf_ptr + offs, mask=mask) + 1.0, mask=mask)
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        out = x.clone()
+        add_one_kernel[(triton.cdiv(out.numel(), 64),)](out, out.numel(), BLOCK=64)
+        return out
+"""
+
+
+def test_in_place_kernels_get_restore_value_and_stay_correct(tmp_path):
+    """Autotuning runs a kernel once per config; an in-place update would be applied several times
+    unless the buffer is restored between runs."""
+    pytest.importorskip("triton")
+    from kernelpilot.dsl_plugins.triton.executor import TritonExecutor
+    from kernelpilot.spec import parse_spec
+
+    out = autotune_source(IN_PLACE, "cpu")
+    assert out.kernels["add_one_kernel"]["restore_value"] == ["buf_ptr"]
+    assert "restore_value=['buf_ptr']" in out.source
+    (tmp_path / "inplace.py").write_text(IN_PLACE)
+    (tmp_path / "inplace_pytorch.py").write_text(
+        "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x + 1.0\n"
+    )
+    spec = parse_spec({"inputs": {"X": {"shape": ["N"], "dtype": "float32"}}, "ci": [{"dims": {"N": 200}}]})
+    ex = TritonExecutor("triton", "cpu", None, timeout_s=120)
+    ex.prepare(tmp_path / "inplace.py", spec, "ci")
+    assert ex.evaluate(out.source, seed=1, time_it=False).correct
+    # control: without restore_value the tuning runs add 1 once per config and the oracle catches it
+    broken = "\n".join(line for line in out.source.splitlines() if "restore_value" not in line)
+    assert ex.evaluate(broken, seed=1, time_it=False).verdict == "incorrect"
+    ex.close()

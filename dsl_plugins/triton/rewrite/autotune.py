@@ -102,6 +102,7 @@ class KernelPlan:
     fixed_stages: int | None = None
     key: list[str] = field(default_factory=list)
     has_dot: bool = False
+    restore: list[str] = field(default_factory=list)  # in-place pointers (restore_value)
     notes: list[str] = field(default_factory=list)
 
 
@@ -121,8 +122,12 @@ def _is_constexpr(arg: ast.arg) -> bool:
     return arg.annotation is not None and ast.unparse(arg.annotation).endswith("constexpr")
 
 
-def _pointer_params(fn: ast.FunctionDef) -> set[str]:
-    """Parameters used as the base of a load/store address (following simple local aliases)."""
+def _address_bases(fn: ast.FunctionDef) -> dict[str, set[str]]:
+    """Parameters used as the base address of loads, stores and other memory ops, by operation.
+
+    Follows simple local aliases (``row_ptr = x_ptr + row * stride``), block pointers
+    (``tl.make_block_ptr(base=x_ptr, ...)``) and ``tl.advance``.
+    """
     params = {a.arg for a in fn.args.args}
     assigns: dict[str, ast.AST] = {}
     for node in ast.walk(fn):
@@ -130,33 +135,62 @@ def _pointer_params(fn: ast.FunctionDef) -> set[str]:
             assigns.setdefault(node.targets[0].id, node.value)
 
     def leftmost(expr: ast.AST, depth: int = 0) -> str | None:
+        if depth > 6:
+            return None
         while isinstance(expr, ast.BinOp):
             expr = expr.left
+        if isinstance(expr, ast.Call):
+            fname = ast.unparse(expr.func).split(".")[-1]
+            base = next((k.value for k in expr.keywords if k.arg == "base"), None)
+            if (
+                base is None
+                and fname in ("make_block_ptr", "make_tensor_descriptor", "advance")
+                and expr.args
+            ):
+                base = expr.args[0]
+            return leftmost(base, depth + 1) if base is not None else None
         if isinstance(expr, ast.Name):
             if expr.id in params:
                 return expr.id
-            if expr.id in assigns and depth < 5:
+            if expr.id in assigns:
                 return leftmost(assigns[expr.id], depth + 1)
         return None
 
-    found = {a.arg for a in fn.args.args if "ptr" in a.arg.lower()}
+    bases: dict[str, set[str]] = {"load": set(), "store": set(), "other": set()}
     for node in ast.walk(fn):
-        if isinstance(node, ast.Call):
-            name = ast.unparse(node.func)
+        if isinstance(node, ast.Call) and node.args:
+            op = ast.unparse(node.func).split(".")[-1]
             if (
-                name.split(".")[-1]
-                in ("load", "store", "make_block_ptr", "make_tensor_descriptor", "atomic_add")
-                and node.args
+                op in ("load", "store")
+                or op.startswith("atomic_")
+                or op in ("make_block_ptr", "make_tensor_descriptor")
             ):
-                base = leftmost(node.args[0])
+                base = leftmost(node.args[0]) if op not in ("make_block_ptr",) else leftmost(node)
                 if base:
-                    found.add(base)
+                    bases[op if op in ("load", "store") else "other"].add(base)
+        if isinstance(node, ast.Call):
             for kw in node.keywords:
                 if kw.arg == "base":
                     base = leftmost(kw.value)
                     if base:
-                        found.add(base)
+                        bases["other"].add(base)
+    return bases
+
+
+def _pointer_params(fn: ast.FunctionDef) -> set[str]:
+    """Parameters that hold addresses: named ``*ptr*`` or used as the base of a memory operation."""
+    found = {a.arg for a in fn.args.args if "ptr" in a.arg.lower()}
+    for names in _address_bases(fn).values():
+        found |= names
     return found
+
+
+def _in_place_params(fn: ast.FunctionDef) -> list[str]:
+    """Pointers the kernel both loads from and stores to: autotuning runs the kernel once per config,
+    so their contents must be restored between runs (``restore_value``)."""
+    bases = _address_bases(fn)
+    order = [a.arg for a in fn.args.args]
+    return [p for p in order if p in bases["load"] and p in bases["store"]]
 
 
 def _axis_params(fn: ast.FunctionDef, tunable: set[str]) -> dict[int, str]:
@@ -344,7 +378,9 @@ def build_configs(
     return configs
 
 
-def _render_decorator(configs: list[dict[str, Any]], key: list[str], indent: str) -> str:
+def _render_decorator(
+    configs: list[dict[str, Any]], key: list[str], indent: str, restore: list[str] | None = None
+) -> str:
     lines = [f"{indent}@triton.autotune(", f"{indent}    configs=["]
     for c in configs:
         kw = ", ".join(f"{k!r}: {v!r}" for k, v in c["kwargs"].items())
@@ -353,6 +389,8 @@ def _render_decorator(configs: list[dict[str, Any]], key: list[str], indent: str
         )
     lines.append(f"{indent}    ],")
     lines.append(f"{indent}    key={key!r},")
+    if restore:
+        lines.append(f"{indent}    restore_value={restore!r},  # updated in place: reset between tuning runs")
     lines.append(f"{indent})")
     return "\n".join(lines) + "\n"
 
@@ -408,6 +446,7 @@ def plan_kernels(tree: ast.Module) -> dict[str, KernelPlan]:
         )
         constexprs = [a.arg for a in fn.args.args if _is_constexpr(a)]
         pointers = _pointer_params(fn)
+        plan.restore = _in_place_params(fn)
         plan.key = [
             a.arg
             for a in fn.args.args
@@ -558,13 +597,16 @@ def autotune_source(
         configs = build_configs(plan, device, tune_blocks=bool(plan.tuned), max_configs=max_configs)
         first_dec = min(d.lineno for d in plan.kernel.decorator_list)
         indent = indentation_of(source, first_dec)
-        edits.append(insert_before_line(first_dec, _render_decorator(configs, plan.key, indent)))
+        edits.append(
+            insert_before_line(first_dec, _render_decorator(configs, plan.key, indent, plan.restore))
+        )
         edits.extend(site_edits)
         result.kernels[name] = {
             "tuned": dict(plan.tuned),
             "key": plan.key,
             "configs": len(configs),
             "dot": plan.has_dot,
+            "restore_value": plan.restore,
         }
     if edits:
         result.source = apply_edits(source, edits)
