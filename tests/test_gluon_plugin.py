@@ -55,6 +55,7 @@ def test_cpu_evaluation_says_gluon_needs_a_gpu(tmp_path):
     ex.prepare(FOLDER / "gluon_softmax.py", load_spec(FOLDER / "gluon_softmax.yaml"), "ci")
     ev = ex.evaluate(SOURCE, seed=0)
     assert ev.verdict == "runtime_error" and "interpreter" in ev.message
+    assert "interpreter" in ex.runnable_on("cpu") and ex.runnable_on("cuda") is None
     ex.close()
 
 

@@ -17,6 +17,14 @@ class GluonExecutor(TritonExecutor):
     def __init__(self, device: str = "cuda", settings: Any = None, **kwargs: Any) -> None:
         super().__init__("gluon", device, settings, **kwargs)
 
+    def runnable_on(self, device: str) -> str | None:
+        """The pipeline asks before the baseline; Gluon has no interpreter mode."""
+        if device == "cpu":
+            return (
+                "Gluon kernels cannot run under the Triton interpreter (TRITON_INTERPRET); use --device cuda"
+            )
+        return None
+
     def evaluate(self, source: str, *, seed: int, time_it: bool = True) -> Evaluation:
         if self.device == "cpu":
             return Evaluation(
