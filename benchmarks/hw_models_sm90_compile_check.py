@@ -33,6 +33,8 @@ CONFIGS = {
     "c64x64x64_pp_2x2": {"tile": [64, 64, 64], "cluster": [2, 2], "schedule": "pingpong"},
     "c128x96x64_pp": {"tile": [128, 96, 64], "cluster": [1, 1], "schedule": "pingpong"},
     "c128x128x128_coop_2x1": {"tile": [128, 128, 128], "cluster": [2, 1], "schedule": "cooperative"},
+    "c128x256x128_coop_2x1": {"tile": [128, 256, 128], "cluster": [2, 1], "schedule": "cooperative"},
+    "c64x256x64_ws_1x2": {"tile": [64, 256, 64], "cluster": [1, 2], "schedule": "ws"},
 }
 NVCC = [
     "nvcc",
