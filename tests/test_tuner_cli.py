@@ -118,3 +118,23 @@ def test_real_run_without_gpu_stops_before_building(tmp_path):
     assert r.returncode == 1
     assert "nvcc" in r.stderr or "GPU" in r.stderr or "CUTLASS" in r.stderr
     assert not (tmp_path / "c").exists() or not list((tmp_path / "c").iterdir())
+
+
+def test_bad_input_in_a_real_run_writes_no_store_or_cache(tmp_path):
+    f = _write(tmp_path, "bad.yaml", GOOD.replace("K: 4096}\n  - name: skinny", "K: 4100}\n  - name: skinny"))
+    r = run_cli(
+        "tune",
+        str(f),
+        "--out",
+        str(tmp_path / "o"),
+        "--cache-dir",
+        str(tmp_path / "c"),
+        "--store",
+        str(tmp_path / "s.sqlite"),
+    )
+    assert r.returncode == 2 and "K=4100" in r.stderr
+    assert (
+        not (tmp_path / "s.sqlite").exists()
+        and not (tmp_path / "c").exists()
+        and not (tmp_path / "o").exists()
+    )

@@ -94,6 +94,22 @@ def run_batch(
         from kernelpilot.tile_tuner.plan import dry_run as do_dry_run
 
         return do_dry_run(groups, options, device)
+    # bad input must fail before anything is written (store, cache, output folder)
+    from kernelpilot.tile_tuner.proposers import make_proposer
+    from kernelpilot.tile_tuner.space import SearchSpace
+
+    for g in groups:
+        for w in g.workloads:
+            problem = g.kernel.validate_problem(w.dims, w.dtype, w.source or w.name)
+            space = SearchSpace(
+                g.model, w.kernel, problem["dtype"], problem, device, w.space_filter, options.streamk_twins
+            )
+            if len(space) == 0:
+                raise InputError(
+                    f"{w.source or w.name}: the legal space is empty (after the space filter)", field="space"
+                )
+            if w.proposer not in ("llm", "hybrid"):
+                make_proposer(w.proposer, space, w.seed, device=device)
     from kernelpilot.tile_tuner.scaleout import make_executor
 
     executor = make_executor(options, groups)  # in-process, --gpus pool or --cluster (Dask); validates flags
