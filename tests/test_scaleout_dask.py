@@ -79,6 +79,8 @@ def baseline(batch):
     measured = sum(1 for w in doc["workloads"] for t in w["tried"] if t["source"] == "replay")
     assert measured == len(writes) > 10
     assert all(w["best"] for w in doc["workloads"])
+    # measurement requests (recorded or not: configs the store lacks are asked for, not written)
+    assert doc["executor"]["benchmarks"] >= len(writes)
     return doc, sorted(writes)
 
 
@@ -97,7 +99,7 @@ def test_gpu_pool_equals_single_process(batch, baseline, monkeypatch):
     doc = run_batch(target, workloads, _options(tmp, db, "pool", gpus="0,1,2"))
     assert comparable(doc) == comparable(baseline[0])
     assert sorted(writes) == baseline[1]
-    assert sum(doc["executor"]["benchmarks_per_gpu"].values()) == len(baseline[1])
+    assert sum(doc["executor"]["benchmarks_per_gpu"].values()) == baseline[0]["executor"]["benchmarks"]
 
 
 def test_cluster_equals_single_process(batch, baseline, cluster, monkeypatch):
@@ -108,7 +110,8 @@ def test_cluster_equals_single_process(batch, baseline, cluster, monkeypatch):
     assert sorted(writes) == baseline[1]  # the client wrote each result once, as the local run did
     ex = doc["executor"]
     assert ex["executor"] == "dask" and not ex["task_failures"]
-    assert sum(ex["benchmarks_per_worker"].values()) == len(baseline[1])
+    # one task per distinct measurement of a round (two workloads on one problem may share one)
+    assert 0 < sum(ex["benchmarks_per_worker"].values()) <= baseline[0]["executor"]["benchmarks"]
     assert ResultsStore(tmp / "cluster" / "results.sqlite").count() == len(set(baseline[1]))
 
 
