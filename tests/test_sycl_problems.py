@@ -211,3 +211,25 @@ def test_library_google_benchmark_json() -> None:
     assert entries[0]["status"] == "ok" and entries[0]["tflops"] == 100.98
     assert entries[0]["time_ms"] == {"median": 1.701, "min": 1.68, "max": 1.79, "repetitions": 50}
     assert entries[1]["status"] == "wrong_result" and "time_ms" not in entries[1]
+
+
+def test_min_bytes_for_the_roofline() -> None:
+    g = KERNELS["gemm"].validate_problem({"M": 64, "N": 128, "K": 256}, "bf16", "w")
+    assert KERNELS["gemm"].min_bytes(g) == 64 * 256 * 2 + 256 * 128 * 2 + 64 * 128 * 4  # f32 out
+    i8 = KERNELS["gemm"].validate_problem({"M": 64, "N": 128, "K": 256}, {"a": "s8", "b": "s4"}, "w")
+    assert KERNELS["gemm"].min_bytes(i8) == 64 * 256 + 256 * 128 / 2 + 64 * 128 * 4
+    moe = KERNELS["moe_gemm"].validate_problem({"N": 64, "K": 32, "tokens_per_expert": [3, 5]}, "bf16", "w")
+    assert KERNELS["moe_gemm"].min_bytes(moe) == (8 * 32 + 2 * 64 * 32 + 8 * 64) * 2
+    fa = KERNELS["fa_decode"].validate_problem(
+        {"head_dim": 64, "batch": 2, "num_heads_q": 8, "num_heads_kv": 2, "seq_kv": 100}, "bf16", "w"
+    )
+    assert KERNELS["fa_decode"].min_bytes(fa) == 2 * 8 * 1 * (64 * 2 + 64 * 4) + 2 * 2 * 100 * 128 * 2
+
+
+def test_check_runtime_refuses_without_an_intel_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    if shutil.which("sycl-ls"):
+        pytest.skip("sycl-ls exists here; this test is about machines without the oneAPI runtime")
+    with pytest.raises(Exception, match="no Intel GPU to benchmark on: sycl-ls not found.*--dry-run"):
+        KERNELS["gemm"].check_runtime()

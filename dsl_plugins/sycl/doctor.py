@@ -15,19 +15,27 @@ from typing import Any
 from kernelpilot.dsl_plugins.sycl import sycl_tla
 
 
-def _sycl_ls() -> dict[str, Any]:
-    """Level Zero GPUs as ``sycl-ls`` lists them (it ships with the oneAPI compiler)."""
+def level_zero_gpus() -> tuple[list[str], str]:
+    """Level Zero GPUs as ``sycl-ls`` lists them (it ships with the oneAPI compiler), and a note on why
+    the list is empty.  ``sycl-ls`` honours ONEAPI_DEVICE_SELECTOR, so it sees what the programs will see."""
     from kernelpilot import toolchain
 
     path = toolchain.which("sycl-ls")
     if path is None:
-        return {"path": None, "gpus": [], "note": "sycl-ls not found (part of the oneAPI DPC++ compiler)"}
+        return [], "sycl-ls not found (part of the oneAPI DPC++ compiler)"
     try:
         out = subprocess.run([path], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return {"path": path, "gpus": [], "note": f"sycl-ls failed: {exc}"}
+        return [], f"sycl-ls failed: {exc}"
     gpus = [line.strip() for line in out.stdout.splitlines() if "level_zero:gpu" in line]
-    return {"path": path, "gpus": gpus, "note": "" if gpus else "no level_zero:gpu device listed"}
+    return gpus, "" if gpus else "sycl-ls lists no level_zero:gpu device"
+
+
+def _sycl_ls() -> dict[str, Any]:
+    from kernelpilot import toolchain
+
+    gpus, note = level_zero_gpus()
+    return {"path": toolchain.which("sycl-ls"), "gpus": gpus, "note": note}
 
 
 def sycl_doctor(probe_devices: bool = True) -> dict[str, Any]:

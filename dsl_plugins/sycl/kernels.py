@@ -37,6 +37,15 @@ def _library_version(sycl_tla_dir: str) -> str:
     return tree.key() if tree else "sycl-tla (not found)"
 
 
+def _bits(problem: dict[str, Any]) -> tuple[int, int, int]:
+    """Bits per element of A (or Q/K/V), B and the output of a validated problem."""
+    from kernelpilot.hw_models.dtypes import DTYPE_BITS, parse_dtype
+
+    pair = parse_dtype(problem["dtype"], "problem")
+    out = problem.get("out_dtype") or "f32"
+    return pair.bits_a, pair.bits_b, {"s32": 32}.get(out) or DTYPE_BITS[out]
+
+
 def _l2_arg(runtime: dict[str, Any]) -> list[str]:
     """Operand rotation: the program cycles through enough input sets to stream twice ``l2_mib`` (the
     tuner passes the device's L2; 64 MiB covers BMG's 18-24 MiB when it does not)."""
@@ -108,6 +117,24 @@ class SyclTileKernel:
     def env(self) -> dict[str, str]:
         return sycl_tla.runtime_env()
 
+    variants_version = "1"
+
+    def check_runtime(self) -> None:
+        """Before the first build of a real run: a Level Zero GPU must be visible (``sycl-ls``), else
+        nothing is built in vain.  The message says what is missing and that dry runs need none of it."""
+        from kernelpilot.dsl_plugins.sycl.doctor import level_zero_gpus
+
+        gpus, note = level_zero_gpus()
+        if not gpus:
+            raise ToolMissingError(
+                f"no Intel GPU to benchmark on: {note}; install the GPU driver (Level Zero) and check "
+                "`sycl-ls`, or use --dry-run to plan and render without one"
+            )
+
+    def min_bytes(self, problem: dict[str, Any]) -> float:
+        """Compulsory device-memory traffic: every operand read once, every output written once."""
+        raise NotImplementedError
+
     def runtime_variants(self, config: Any, problem: dict[str, Any]) -> list[dict[str, Any]]:
         return [{}]
 
@@ -146,6 +173,11 @@ class XeGemm(SyclTileKernel):
     def flops(self, problem: dict[str, Any]) -> float:
         return 2.0 * problem["M"] * problem["N"] * problem["K"]
 
+    def min_bytes(self, problem: dict[str, Any]) -> float:
+        a, b, out = _bits(problem)
+        m, n, k = problem["M"], problem["N"], problem["K"]
+        return (m * k * a + k * n * b + m * n * out) / 8.0
+
 
 class XeGroupedGemm(SyclTileKernel):
     """Grouped GEMM (pointer-array, GroupScheduler): groups of different M, N, K in one launch."""
@@ -163,6 +195,10 @@ class XeGroupedGemm(SyclTileKernel):
 
     def flops(self, problem: dict[str, Any]) -> float:
         return sum(2.0 * m * n * k for m, n, k in problem["shapes"])
+
+    def min_bytes(self, problem: dict[str, Any]) -> float:
+        a, b, out = _bits(problem)
+        return sum(m * k * a + k * n * b + m * n * out for m, n, k in problem["shapes"]) / 8.0
 
 
 class XeMoeGemm(SyclTileKernel):
@@ -182,6 +218,11 @@ class XeMoeGemm(SyclTileKernel):
 
     def flops(self, problem: dict[str, Any]) -> float:
         return sum(2.0 * t * problem["N"] * problem["K"] for t in problem["tokens_per_expert"])
+
+    def min_bytes(self, problem: dict[str, Any]) -> float:
+        a, b, out = _bits(problem)
+        n, k, total, experts = problem["N"], problem["K"], problem["total_tokens"], problem["num_experts"]
+        return (total * k * a + experts * n * k * b + total * n * out) / 8.0
 
 
 class XeFlashAttention(SyclTileKernel):
@@ -209,6 +250,13 @@ class XeFlashAttention(SyclTileKernel):
 
     def flops(self, problem: dict[str, Any]) -> float:
         return problems.fa_flops(problem)
+
+    def min_bytes(self, problem: dict[str, Any]) -> float:
+        a, _, out = _bits(problem)
+        p = problem
+        q_o = p["batch"] * p["num_heads_q"] * p["seq_qo"] * (p["head_dim_qk"] * a + p["head_dim_vo"] * out)
+        kv = p["batch"] * p["num_heads_kv"] * p["seq_kv"] * (p["head_dim_qk"] + p["head_dim_vo"]) * a
+        return (q_o + kv) / 8.0
 
 
 class XeFlashAttentionPrefill(XeFlashAttention):
