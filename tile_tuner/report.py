@@ -186,8 +186,9 @@ def console(doc: dict[str, Any]) -> None:
     for wl in doc.get("workloads", []):
         best = wl.get("best") or {}
         rt = best.get("runtime") or {}
-        rts = ",".join(
-            f"{k[0]}={v}" for k, v in rt.items() if k in ("raster", "swizzle", "decomposition", "splits")
+        short = {"raster": "raster", "swizzle": "swz", "decomposition": "decomp", "splits": "splits"}
+        rts = " ".join(
+            f"{short[k]}={v}" for k, v in rt.items() if k in short and not (k == "splits" and v == 1)
         )
         dims = " ".join(f"{k}={v}" for k, v in wl["dims"].items() if k != "layout")
         table.add_row(
