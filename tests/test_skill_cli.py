@@ -89,6 +89,9 @@ def test_trial_workflow(work: Path) -> None:
     assert fourth.returncode == 2 and "trial budget exhausted: 3 of MAX_TRIALS=3" in fourth.stderr
     status = run_cli("skill", "trial", "status", *tree)
     assert "[x] t1 dtype_fix incorrect" in status.stdout and "[+] t2 dtype_fix correct" in status.stdout
+    shown = run_cli("skill", "trial", "show", "t1", *tree)
+    assert shown.returncode == 0 and "message:" in shown.stdout and "t1.py" in shown.stdout
+    assert run_cli("skill", "trial", "show", "t42", *tree).returncode == 2
     best = json.loads(run_cli("skill", "trial", "best", *tree, "--json").stdout)
     assert best["best"]["verdict"] == "correct"
     done = run_cli("skill", "trial", "finalize", "-o", str(work / "final.py"), "--node", "t1", *tree)

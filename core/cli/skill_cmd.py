@@ -81,6 +81,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _tree_args(p)
     p = trial.add_parser("best", help="the fastest correct trial")
     _tree_args(p)
+    p = trial.add_parser("show", help="one trial: verdict, full message, times, its code file")
+    p.add_argument("node", help="trial id, e.g. t3")
+    _tree_args(p)
     p = trial.add_parser("finalize", help="copy the best (or --node) correct trial to -o")
     p.add_argument("-o", "--output", type=Path, required=True)
     p.add_argument("--node", help="trial id (default: the best)")
@@ -324,6 +327,20 @@ def _trial(args: argparse.Namespace) -> int:
         if args.trial_cmd == "status":
             nodes = [n.as_dict() for n in store.nodes()]
             _emit(args, {"tree": str(store.dir), "meta": store.meta(), "nodes": nodes}, store.render())
+            return 0
+        if args.trial_cmd == "show":
+            node = store.get(args.node)
+            if node is None:
+                from kernelpilot.errors import InputError
+
+                known = ", ".join(n.id for n in store.nodes()) or "(none)"
+                raise InputError(f"no trial {args.node!r} in {store.dir} (trials: {known})", field="node")
+            text = _node_line(node).split("\n")[0] + f"\nfile: {store.dir / node.code_file}"
+            if node.message:
+                text += f"\nmessage:\n{node.message}"
+            if node.extra:
+                text += f"\nextra: {json.dumps(node.extra, default=str)}"
+            _emit(args, {**node.as_dict(), "file": str(store.dir / node.code_file)}, text)
             return 0
         if args.trial_cmd == "best":
             best = store.best()
