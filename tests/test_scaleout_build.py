@@ -83,7 +83,7 @@ def test_dask_builds_on_workers_and_ships_binaries_to_gpu_workers(baseline):
     tmp, tried, rows = baseline
     with (
         distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True, resources={"GPU": 1},
-                                 dashboard_address=None, memory_limit=0, silence_logs=50) as cluster,
+                                 dashboard_address=":0", memory_limit=0, silence_logs=50) as cluster,
         distributed.Client(cluster) as client,
     ):  # fmt: skip
         ex = DaskExecutor(cluster.scheduler_address, client=client)

@@ -88,7 +88,7 @@ def baseline(batch):
 def cluster():
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=2, processes=True, resources={"GPU": 1},
-        dashboard_address=None, memory_limit=0, silence_logs=50,
+        dashboard_address=":0", memory_limit=0, silence_logs=50,
     ) as c:  # fmt: skip
         yield c
 
@@ -134,18 +134,20 @@ def test_worker_killed_mid_task_loses_and_duplicates_nothing(batch, baseline, cl
     assert ResultsStore(tmp / "killed" / "results.sqlite").count() == len(set(baseline[1]))
 
 
-def test_cli_cluster_local_and_bad_flags(batch, baseline, cli, tmp_path):
-    import json
-
-    _, db, path, _, _ = batch
-    out = tmp_path / "cli"
-    r = cli("tune", str(path), "--replay", str(db), "--cluster", "local", "--gpus", "0,1", "--json", "--no-plots",
-            "--out", str(out), timeout=180)  # fmt: skip
-    assert r.returncode == 0, r.stderr[-2000:]
-    doc = json.loads(r.stdout)
+def test_cluster_local_pins_one_worker_per_gpu(batch, baseline):
+    tmp, db, _, target, workloads = batch
+    doc = run_batch(target, workloads, _options(tmp, db, "local", cluster="local", gpus="0,1"))
     assert comparable(doc) == comparable(baseline[0])
-    assert doc["executor"]["executor"] == "dask" and doc["executor"]["gpus"] == ["0", "1"]
-    assert set(doc["executor"]["benchmarks_per_worker"]) <= {"gpu-0", "gpu-1"}
+    ex = doc["executor"]
+    assert ex["executor"] == "dask" and ex["gpus"] == ["0", "1"]
+    # each worker that ran benchmarks saw exactly its own GPU in CUDA_VISIBLE_DEVICES
+    assert ex["worker_gpus"] and all(
+        ex["worker_gpus"][w] == w.removeprefix("gpu-") for w in ex["worker_gpus"]
+    )
+
+
+def test_cli_bad_gpus_flag_exits_2_and_writes_nothing(batch, cli, tmp_path):
+    _, db, path, _, _ = batch
     bad = tmp_path / "bad"  # (address validation itself: test_scaleout_jobs.py)
     r = cli(
         "tune",
@@ -161,4 +163,38 @@ def test_cli_cluster_local_and_bad_flags(batch, baseline, cli, tmp_path):
     )
     assert r.returncode == 2, r.stderr
     assert "--gpus" in r.stderr and "0,x" in r.stderr
-    assert not (bad / "s.sqlite").exists()  # bad input writes nothing
+    assert not (bad / "s.sqlite").exists()
+
+
+def test_task_that_keeps_killing_workers_is_recorded_as_crashed(batch, baseline, tmp_path):
+    """With no failures allowed, the task in flight on a dying worker comes back as KilledWorker: it is
+    recorded as ``crashed`` with the reason (like a crashing binary), and the batch goes on."""
+    import dask
+
+    tmp, db, _, target, workloads = batch
+    marker = tmp_path / "kill-once"
+    marker.write_text("")
+    # random proposers only: their proposals do not depend on results, so a crashed config changes
+    # nothing else (a model proposer would refine differently around a missing time)
+    randoms = [w for w in workloads if w.proposer == "random"]
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
+        distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True, resources={"GPU": 1},
+                                 dashboard_address=":0", memory_limit=0, silence_logs=50) as cluster,
+        distributed.Client(cluster) as client,
+    ):  # fmt: skip
+        client.register_plugin(ExitOnFirstBenchmark(str(marker)))
+        doc = run_batch(
+            target, randoms, _options(tmp, db, "killed_for_good", cluster=cluster.scheduler_address)
+        )
+    failures = doc["executor"]["task_failures"]
+    assert failures and all("KilledWorker" in f for f in failures)
+    base = comparable(baseline[0])
+    crashed = 0
+    for name, w in comparable(doc).items():
+        assert len(w["tried"]) == len(base[name]["tried"])  # every workload ran to its budget
+        for got, want in zip(w["tried"], base[name]["tried"], strict=True):
+            if got != want:
+                assert got[0] == want[0] and got[1] == "crashed"  # same config, recorded as crashed
+                crashed += 1
+    assert crashed >= 1  # the lost task(s); everything else equals the single-process run

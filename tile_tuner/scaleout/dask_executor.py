@@ -91,7 +91,7 @@ def start_local_cluster(gpus: list[str], vendor: str, threads_per_worker: int = 
     }
     scheduler = {
         "cls": Scheduler,
-        "options": {"host": "127.0.0.1", "port": 0, "dashboard": False, "dashboard_address": None},
+        "options": {"host": "127.0.0.1", "port": 0, "dashboard": False, "dashboard_address": ":0"},
     }
     return SpecCluster(
         workers=workers, scheduler=scheduler, silence_logs=logging.ERROR, name="kernelpilot-local"
@@ -124,6 +124,7 @@ class DaskExecutor:
         self._binaries: dict[str, Any] = {}  # cache_key -> Dask future of jobs.BuiltBinary
         self._build_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kp-dask-build")
         self.per_worker: dict[str, int] = {}
+        self.worker_gpus: dict[str, str] = {}  # worker name -> the GPU it is pinned to (as it reported)
         self.failures: list[str] = []
         self.startup_s = 0.0
 
@@ -348,6 +349,7 @@ class DaskExecutor:
                 try:
                     result, seconds, where = fut.result()
                     self.per_worker[where["worker"]] = self.per_worker.get(where["worker"], 0) + 1
+                    self.worker_gpus[where["worker"]] = where["gpu"]
                 except Exception as exc:  # noqa: BLE001 - worker lost too often, or the task itself failed
                     self.failures.append(f"{fut.key}: {type(exc).__name__}: {exc}")
                     result, seconds = (
@@ -376,6 +378,7 @@ class DaskExecutor:
             "vendor": self.vendor,
             "startup_s": round(self.startup_s, 3),
             "benchmarks_per_worker": dict(self.per_worker),
+            "worker_gpus": dict(self.worker_gpus),
             "task_failures": list(self.failures),
             **self.clock.summary(),
         }
