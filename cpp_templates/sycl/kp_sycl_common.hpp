@@ -455,7 +455,8 @@ struct Result {
                                 .dump());
     }
     o.str("message", message).str("device", device).str("library_version", library_version);
-    std::printf("%s\n", o.dump().c_str());
+    // fputs, not printf: cute/util/print.hpp #defines printf as sycl::ext::oneapi::experimental::printf
+    std::fputs((o.dump() + "\n").c_str(), stdout);
     std::fflush(stdout);
     if (status == "ok") return kExitOk;
     if (status == "wrong_result") return kExitWrongResult;

@@ -119,7 +119,9 @@ struct Attention {
   StrideK sK;
   StrideV sV;
   StrideO sO;
-  typename FMHAKernel::Params params;
+  // Params holds the mainloop's const members (softmax scale): not default-constructible or assignable,
+  // so it is built in place once the arguments are known.
+  std::unique_ptr<typename FMHAKernel::Params> params;
   cutlass::device_memory::allocation<uint8_t> workspace;
 
   Attention(Dims dims, uint64_t seed) : d(dims) {
@@ -160,10 +162,10 @@ struct Attention {
     if (FMHAKernel::initialize_workspace(arguments, workspace.get()) != cutlass::Status::kSuccess) {
       throw kp::CannotRun("FMHAKernel::initialize_workspace failed");
     }
-    params = FMHAKernel::to_underlying_arguments(arguments, workspace.get());
+    params.reset(new typename FMHAKernel::Params(FMHAKernel::to_underlying_arguments(arguments, workspace.get())));
   }
 
-  void run() { launch(params); }
+  void run() { launch(*params); }
 
   /// Host fp64 reference (softmax(Q K^T * scale [causal mask]) V, the causal convention of sycl-tla's
   /// runner: query row i sees key j iff j - (skv - min(sq,skv)) <= i - (sq - min(sq,skv))) on the given rows.
