@@ -90,8 +90,9 @@ def _importable_cutlass_library() -> Path | None:
 def find_headers(flavour: str, explicit: str | os.PathLike[str] | None = None) -> HeaderTree | None:
     """Find a header tree of ``flavour`` ("cutlass" or "sycl-tla").
 
-    Order: the explicit folder, then ``CUTLASS_DIR`` / ``SYCL_TLA_DIR``, then an importable
-    ``cutlass_library`` wheel of the right flavour.  Returns ``None`` when nothing matches.
+    Order: the explicit folder, then ``CUTLASS_DIR`` / ``SYCL_TLA_DIR``, then ``./.deps/cutlass`` /
+    ``./.deps/sycl-tla`` (where the README's setup puts them), then an importable ``cutlass_library``
+    wheel of the right flavour.  Returns ``None`` when nothing matches.
     """
     env_var = "CUTLASS_DIR" if flavour == "cutlass" else "SYCL_TLA_DIR"
     candidates: list[tuple[Path, str]] = []
@@ -99,6 +100,10 @@ def find_headers(flavour: str, explicit: str | os.PathLike[str] | None = None) -
         candidates.append((Path(explicit), "explicit path"))
     if os.environ.get(env_var):
         candidates.append((Path(os.environ[env_var]), env_var))
+    # the folder README's setup command installs the headers into (pip install --target .deps/...)
+    local = Path.cwd() / ".deps" / ("cutlass" if flavour == "cutlass" else "sycl-tla")
+    if local.is_dir():
+        candidates.append((local, f"./.deps/{local.name}"))
     wheel_root = _importable_cutlass_library()
     if wheel_root is not None:
         candidates.append((wheel_root, "cutlass_library wheel"))
