@@ -11,9 +11,6 @@ The oracle must be the PyTorch reference ``<kernel>_pytorch.py`` beside the ``.c
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -133,63 +130,11 @@ class CudaSourceExecutor(TritonExecutor):
             return self._to_evaluation(data)
         return Evaluation(verdict="runtime_error", message="unexpected worker reply")
 
-    def _run_worker(self, fields: dict[str, Any], sources: list[str]) -> dict[str, Any]:
-        """Write the job (candidates as ``.cu`` files) and run the CUDA worker with the timeout."""
-        import contextlib
-        import signal
+    def _job_extra_fields(self) -> dict[str, Any]:
+        return {"build": self.job_build_fields()}
 
-        assert self.variant is not None and self.kernel_path is not None and self.oracle_path is not None
-        self._counter += 1
-        job_dir = self._workdir / f"kp_job_{self._counter:04d}"
-        job_dir.mkdir()
-        paths = []
-        for i, source in enumerate(sources):
-            cand = job_dir / f"kp_job_candidate_{i}{self.suffix}"
-            cand.write_text(source, encoding="utf-8")
-            paths.append(str(cand))
-        result_path = job_dir / "result.json"
-        job = {
-            "candidate_paths": paths,
-            "oracle_path": str(self.oracle_path),
-            "oracle_kind": self.oracle_kind,
-            "kernel_dir": str(self.kernel_path.parent),
-            "variant": self.variant.as_dict(),
-            "device": self.device,
-            "rtol": self.rtol,
-            "atol": self.atol,
-            "warmup_ms": self.warmup_ms,
-            "rep_ms": self.rep_ms,
-            "result_path": str(result_path),
-            "build": self.job_build_fields(),
-            **fields,
-        }
-        job_path = job_dir / "job.json"
-        job_path.write_text(json.dumps(job), encoding="utf-8")
-        proc = subprocess.Popen(
-            [self.python, "-m", self.worker_module, str(job_path)],
-            cwd=job_dir,
-            env=dict(os.environ),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,  # own process group: a timeout kills nvcc too
-        )
-        per_source = self.timeout_s + self.compile_timeout_s
-        timeout = per_source * (len(sources) if fields.get("mode") == "side_by_side" else 1)
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            return {"verdict": "timeout", "message": f"no result within {timeout:.0f} s (killed)"}
-        if not result_path.is_file():
-            tail = (err or out or "").strip()[-2000:]
-            return {
-                "verdict": "runtime_error",
-                "message": f"worker crashed (exit code {proc.returncode}) without a result: {tail}",
-            }
-        return json.loads(result_path.read_text(encoding="utf-8"))
+    def _per_source_timeout_s(self) -> float:
+        return self.timeout_s + self.compile_timeout_s
 
 
 __all__ = ["CudaSourceExecutor", "pytorch_reference"]

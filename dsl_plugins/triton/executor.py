@@ -74,7 +74,14 @@ def classify_bound(
 
 
 class TritonExecutor:
-    """:class:`~kernelpilot.pipeline.contracts.Executor` for Triton (and Gluon) kernel files."""
+    """:class:`~kernelpilot.pipeline.contracts.Executor` for Triton (and Gluon) kernel files.
+
+    Subclasses for other source languages (CUDA, SYCL) reuse the whole job/worker/timeout machinery
+    and only change the worker module, the candidate file suffix, extra job fields and the timeout.
+    """
+
+    worker_module = "kernelpilot.dsl_plugins.triton.worker"
+    suffix = ".py"  # of the candidate files handed to the worker
 
     def __init__(
         self,
@@ -204,7 +211,7 @@ class TritonExecutor:
         job_dir.mkdir()
         paths = []
         for i, source in enumerate(sources):
-            cand = job_dir / f"kp_job_candidate_{i}.py"
+            cand = job_dir / f"kp_job_candidate_{i}{self.suffix}"
             cand.write_text(source, encoding="utf-8")
             paths.append(str(cand))
         result_path = job_dir / "result.json"
@@ -223,6 +230,7 @@ class TritonExecutor:
             "rep_ms": self.rep_ms,
             "result_path": str(result_path),
         }
+        job.update(self._job_extra_fields())
         job.update({k: v for k, v in fields.items() if k != "candidate_path"})
         job_path = job_dir / "job.json"
         job_path.write_text(json.dumps(job), encoding="utf-8")
@@ -233,7 +241,7 @@ class TritonExecutor:
             env.pop("TRITON_INTERPRET", None)
         env.setdefault("TRITON_CACHE_DIR", str(self._workdir / "triton_cache"))
         proc = subprocess.Popen(
-            [self.python, "-m", "kernelpilot.dsl_plugins.triton.worker", str(job_path)],
+            [self.python, "-m", self.worker_module, str(job_path)],
             cwd=job_dir,
             env=env,
             stdout=subprocess.PIPE,
@@ -241,7 +249,7 @@ class TritonExecutor:
             text=True,
             start_new_session=True,  # own process group: a timeout kills children too
         )
-        timeout = self.timeout_s * (len(sources) if fields.get("mode") == "side_by_side" else 1)
+        timeout = self._per_source_timeout_s() * (len(sources) if fields.get("mode") == "side_by_side" else 1)
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -256,6 +264,14 @@ class TritonExecutor:
                 "message": f"worker crashed (exit code {proc.returncode}) without a result: {tail}",
             }
         return json.loads(result_path.read_text(encoding="utf-8"))
+
+    def _job_extra_fields(self) -> dict[str, Any]:
+        """Extra fields a subclass's worker needs in the job file (e.g. compiler settings)."""
+        return {}
+
+    def _per_source_timeout_s(self) -> float:
+        """Seconds one candidate may take in the worker (subclasses add compile time)."""
+        return self.timeout_s
 
     def _to_evaluation(self, data: dict[str, Any]) -> Evaluation:
         timing = None
