@@ -153,27 +153,80 @@ def epilogue_tile(cfg: Sm90GemmConfig) -> tuple[int, int]:
     return epi_m, epi_n
 
 
-def epilogue_smem_bytes(cfg: Sm90GemmConfig, out_bits: int = 16, c_bits: int = 0) -> int:
-    """Shared storage of the TMA epilogue (cutlass_sm90.md E7; sm90_builder.inl:64-85,
-    sm90_epilogue_tma_warpspecialized.hpp:161-202).  ``c_bits=0`` is ``ElementC = void`` (beta = 0, what
-    kernelpilot's GEMM template instantiates): no C buffer.  With a C operand of D's width C and D share
-    one buffer of StagesC tiles."""
-    if cfg.effective_epilogue() == "nosmem":
-        return 0
+#: sizeof(cutlass::arch::ClusterBarrier) (include/cutlass/arch/barrier.h: one uint64_t mbarrier)
+BARRIER_BYTES = 8
+#: smem swizzle atom chosen for a K-major (row-major D) epilogue row of this many bytes
+#: (sm90_common.inl ss_smem_selector: SW128 / SW64 / SW32 / INTER atoms) and the alignment CUTLASS puts on
+#: the buffer: alignment_for_swizzle(Swizzle<B,M,S>) = 1 << (B + M + S) (include/cutlass/detail/layout.hpp:420)
+SWIZZLE_ALIGNMENT = ((128, 1024), (64, 512), (32, 256), (16, 128))
+
+
+def round_up(value: int, alignment: int) -> int:
+    return ceil_div(value, alignment) * alignment
+
+
+def swizzle_alignment(row_bytes: int) -> int:
+    """Byte alignment of an epilogue smem buffer whose contiguous row is ``row_bytes`` long."""
+    for width, alignment in SWIZZLE_ALIGNMENT:
+        if row_bytes % width == 0:
+            return alignment
+    return 16
+
+
+def epilogue_stages(cfg: Sm90GemmConfig, out_bits: int = 16, c_bits: int = 0) -> tuple[int, int]:
+    """(StagesC, StagesD) of sm90_builder.inl sm90_get_tma_dispatch_policy: StagesD = min(EpiTiles, 2),
+    StagesC = min(EpiTiles, 4) (or max(that, StagesD + 1) when C reuses D's buffer)."""
     epi_m, epi_n = epilogue_tile(cfg)
     tm, tn, _ = cfg.tile
     epi_tiles = (tm // epi_m) * (tn // epi_n) if epi_m and epi_n else 1
     stages_d = min(epi_tiles, 2)
-    elems = epi_m * epi_n
-    if c_bits == 0:
-        return stages_d * elems * out_bits // 8 + 16 * stages_d
     reuse_c = c_bits == out_bits and out_bits > 8
     stages_c = max(min(epi_tiles, 4), stages_d + 1) if reuse_c else min(epi_tiles, 4)
-    if reuse_c:
-        data = stages_c * elems * out_bits // 8
+    return stages_c, stages_d
+
+
+def epilogue_layout(cfg: Sm90GemmConfig, out_bits: int = 16, c_bits: int = 0) -> tuple[int, int, int]:
+    """(sizeof(TensorStorage), alignof(TensorStorage), sizeof(PipelineStorage)) of the collective epilogue.
+
+    TMA epilogue (sm90_epilogue_tma_warpspecialized.hpp:186-226): TensorStorage holds the D (and C)
+    buffers, each ``alignas(alignment_for_swizzle(SmemLayout))`` - 512 B for the 32-element bf16 rows of
+    EpilogueTileAuto (SW64) - followed by ``FusionCallbacks::SharedStorage``, an empty struct (1 byte) for
+    the linear combination, so the struct pads up to the next multiple of the alignment.  PipelineStorage is
+    PipelineTransactionAsync<StagesC>::SharedStorage (full + empty barrier per C stage, even for void C).
+    NoSmem epilogue (collective/detail.hpp:273-283): an empty TensorStorage and PipelineTransactionAsync<0>."""
+    if cfg.effective_epilogue() == "nosmem":
+        return 1, 1, 0
+    epi_m, epi_n = epilogue_tile(cfg)
+    stages_c, stages_d = epilogue_stages(cfg, out_bits, c_bits)
+    elems = epi_m * epi_n
+    align_d = swizzle_alignment(epi_n * out_bits // 8)
+    if c_bits == 0:
+        # CollectiveStorageWithoutC: union { array<C, 0>; alignas(SmemAlignmentD) smem_D[StagesD] }
+        align = align_d
+        data = round_up(stages_d * elems * out_bits // 8, align)
+    elif c_bits == out_bits and out_bits > 8:
+        # CollectiveStorageReuseC: C and D share one buffer of StagesC tiles
+        align = max(align_d, swizzle_alignment(epi_n * c_bits // 8))
+        data = round_up(stages_c * elems * out_bits // 8, align)
     else:
-        data = (stages_c * elems * c_bits + stages_d * elems * out_bits) // 8
-    return data + 16 * (stages_c + stages_d)
+        # CollectiveStorageWithC: smem_C then smem_D, each aligned for its swizzle
+        align_c = swizzle_alignment(epi_n * c_bits // 8)
+        align = max(align_c, align_d)
+        data = round_up(
+            round_up(stages_c * elems * c_bits // 8, align_d) + stages_d * elems * out_bits // 8, align
+        )
+    tensors = round_up(data + 1, align)  # + the empty FusionCallbacks::SharedStorage
+    return tensors, align, 2 * BARRIER_BYTES * stages_c
+
+
+def epilogue_smem_bytes(cfg: Sm90GemmConfig, out_bits: int = 16, c_bits: int = 0) -> int:
+    """sizeof(CollectiveEpilogue::SharedStorage) = {TensorStorage tensors; PipelineStorage pipeline}: what the
+    template passes to StageCountAutoCarveout.  ``c_bits=0`` is ``ElementC = void`` (beta = 0, what
+    kernelpilot's GEMM template instantiates)."""
+    tensors, align, pipeline = epilogue_layout(cfg, out_bits, c_bits)
+    if cfg.effective_epilogue() == "nosmem":
+        return tensors + pipeline
+    return round_up(tensors + pipeline, max(align, BARRIER_BYTES))
 
 
 def stage_bytes(cfg: Sm90GemmConfig) -> int:
@@ -194,16 +247,45 @@ def auto_stages(cfg: Sm90GemmConfig) -> int:
     return (capacity // 128 * 128 - carve) // stage_bytes(cfg)
 
 
+def mainloop_tensor_bytes(cfg: Sm90GemmConfig, stages: int) -> int:
+    """sizeof(CollectiveMainloop::TensorStorage): ``aligned_struct<128>`` of smem_A[stages] and smem_B[stages]
+    (sm90_mma_tma_gmma_ss_warpspecialized.hpp:153-158; array_aligned keeps 16-byte alignment)."""
+    tm, tn, tk = cfg.tile
+    a_bytes = stages * cfg.dtype.bits_a * tm * tk // 8
+    b_bytes = stages * cfg.dtype.bits_b * tn * tk // 8
+    return round_up(round_up(a_bytes, 16) + b_bytes, 128)
+
+
 def smem_bytes(cfg: Sm90GemmConfig) -> int:
-    """Total shared storage estimate of the kernel (mainloop stages + epilogue + carve-out)."""
+    """sizeof(GemmKernel::SharedStorage): the dynamic shared memory the kernel launches with.
+
+    Persistent kernels (sm90_gemm_tma_warpspecialized_{cooperative,pingpong}.hpp:149-168 / 163-184) lay out
+    ``pipelines`` (mainloop PipelineTmaAsync<Stages>, epilogue load pipeline, load-order barrier, and for
+    ping-pong the math warp-group order barrier, each alignas(16)), the empty tile-scheduler storage
+    (1 byte, alignas(16)), then ``tensors`` {epilogue; mainloop}, which inherit the epilogue buffer's
+    swizzle alignment (512 B for bf16 D).  The barriers therefore cost a whole alignment block in front
+    of the tensors, and the epilogue's 1-byte fusion storage another: that is the 784-928 B the old
+    estimate (stages x (stage + barriers) + epilogue) missed against the H200 measurements
+    (benchmarks/results/gemm_h200_verified_configs.json measured_smem_bytes).
+    ``ws`` (sm90_gemm_tma_warpspecialized.hpp:120-137): tensors are a union (mainloop and epilogue never
+    live at once), then the pipelines.  Ptr-array kernels: tensors + pipelines + the tensormap / scheduler
+    carve-out (an estimate: no measured sizes yet)."""
     stages = cfg.stages or auto_stages(cfg)
-    mainloop = stages * stage_bytes(cfg)
-    epi = epilogue_smem_bytes(cfg)
+    epi_tensors, epi_align, epi_pipeline = epilogue_layout(cfg)
+    align = max(128, epi_align)
+    mainloop = mainloop_tensor_bytes(cfg, stages)
+    pipelines = stages * PIPELINE_BYTES_PER_STAGE + round_up(epi_pipeline, 16)
     if cfg.schedule == "ws":
-        # non-persistent kernel: mainloop and epilogue storage are a union
-        # (include/cutlass/gemm/kernel/sm90_gemm_tma_warpspecialized.hpp SharedStorage; measured P5b)
-        return max(mainloop, epi) + kernel_carveout(cfg)
-    return mainloop + epi + kernel_carveout(cfg)
+        return round_up(round_up(max(mainloop, epi_tensors), align) + pipelines, align)
+    pipelines += 2 * BARRIER_BYTES  # LoadWarpOrderBarrier = OrderedSequenceBarrier<1,2>
+    if cfg.schedule == "pingpong":
+        pipelines += 4 * BARRIER_BYTES  # MathWarpGroupOrderBarrier = OrderedSequenceBarrier<2,2>
+    if cfg.kernel in PTR_ARRAY_KERNELS:
+        tensors = round_up(round_up(mainloop, 128) + epi_tensors, align)
+        return tensors + pipelines + kernel_carveout(cfg)
+    head = pipelines + 1  # + the empty TileScheduler::SharedStorage
+    tensors = round_up(round_up(epi_tensors, 128) + mainloop, align)
+    return round_up(head, align) + tensors
 
 
 # --------------------------------------------------------------------------------------------------

@@ -52,6 +52,11 @@ SCHEDULES = {
     "pingpong": ("cutlass::gemm::KernelTmaWarpSpecializedPingpong", "cutlass::epilogue::TmaWarpSpecialized"),
     "ws": ("cutlass::gemm::KernelTmaWarpSpecialized", "cutlass::epilogue::TmaWarpSpecialized"),
 }
+# "tma" picks the epilogue that pairs with the schedule (above); these force one explicitly
+EXPLICIT_EPILOGUES = {
+    "tma_coop": "cutlass::epilogue::TmaWarpSpecializedCooperative",
+    "tma_ws": "cutlass::epilogue::TmaWarpSpecialized",
+}
 SM_COUNT_H200 = 132
 
 
@@ -114,8 +119,12 @@ def render_source(cfg: dict[str, Any], dtype: str, layout: str) -> str:
     kernel_schedule, epilogue_schedule = SCHEDULES[n["schedule"]]
     if n["epilogue"] in ("nosmem", "no_smem"):
         epilogue_schedule = "cutlass::epilogue::NoSmemWarpSpecialized"
+    elif n["epilogue"] in EXPLICIT_EPILOGUES:
+        # an explicit TMA epilogue schedule, independent of the mainloop: lets the sm90 model's
+        # validation build the mismatched pairings it rejects (the tuner never proposes them)
+        epilogue_schedule = EXPLICIT_EPILOGUES[n["epilogue"]]
     elif n["epilogue"] not in ("tma", "auto", "default"):
-        raise ValueError(f"epilogue {n['epilogue']!r} not in tma, nosmem")
+        raise ValueError(f"epilogue {n['epilogue']!r} not in tma, nosmem, {', '.join(EXPLICIT_EPILOGUES)}")
     if n["tile_scheduler"] == "streamk":
         ts_type = "cutlass::gemm::StreamKScheduler"
     elif n["tile_scheduler"] == "persistent":

@@ -1,0 +1,233 @@
+"""Compile-check the sm90 configs the hardware model REJECTS (no GPU needed): what does the toolchain do?
+
+Issue 3 asks what the rejected configs of the validation set actually do.  Without a GPU, this is
+what is measurable: every ``rejected`` entry of benchmarks/sm90_model_validation_configs.yaml is
+rendered through the project's real CUTLASS GEMM template (dsl_plugins/cuda/gemm.py
+``render_source``; the mismatched-epilogue entries use the explicit ``tma_coop`` / ``tma_ws``
+epilogues) and compiled with nvcc for sm_90a under the team's build lock, one at a time.  Per config
+it records the rule(s) the model reported, the model's prediction, and the observed outcome: the
+compiler's error (static_assert text), or ptxas's registers / stack / spill bytes for the GEMM
+kernel.  A config that compiles without spills is recorded as exactly that: its failure mode
+(wrong results, launch failure, slowness) needs a GPU run and is NOT measured here.
+
+Writes benchmarks/results/hw_models_sm90_rejected_compile.json (after every config, so an
+interrupted run keeps what it built; ``--reuse`` parses logs already in ``--workdir``).
+
+    python benchmarks/hw_models_sm90_rejected_compile.py [--workdir DIR] [--reuse] [--only LABEL ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import yaml
+
+from kernelpilot.dsl_plugins.cuda.gemm import render_source
+from kernelpilot.hw_models.sm90 import Sm90Model, auto_stages, smem_bytes
+from kernelpilot.toolchain import tool_version
+
+HERE = Path(__file__).parent
+VALIDATION = HERE / "sm90_model_validation_configs.yaml"
+DEST = HERE / "results" / "hw_models_sm90_rejected_compile.json"
+CUTLASS = Path("/work/deps/nvidia-cutlass/cutlass_library/source")
+# Same flags as hw_models_sm90_compile_check.py.  nvcc's -O sets the HOST optimisation level only;
+# device code is optimised by ptxas at its default -O3 either way, so registers and spills are those
+# of the production build (dsl_plugins/cuda/gemm.py NVCC_FLAGS).
+NVCC = [
+    "nvcc",
+    "-std=c++17",
+    "-O1",
+    "-DNDEBUG",
+    "-gencode",
+    "arch=compute_90a,code=sm_90a",
+    "--expt-relaxed-constexpr",
+    "-Xptxas=-v",
+]
+KERNEL_PREFIX = "_ZN7cutlass13device_kernel"
+
+
+def command(name: str) -> list[str]:
+    return [
+        "flock",
+        "/tmp/kp-nvcc.lock",
+        *NVCC,
+        f"-I{CUTLASS}/include",
+        f"-I{CUTLASS}/tools/util/include",
+        "-o",
+        f"{name}.bin",
+        f"{name}.cu",
+    ]
+
+
+def parse_ptxas(text: str) -> dict:
+    """Registers, stack frame and spill bytes of the GEMM kernel entry from ``ptxas -v`` output.
+
+    ptxas prints, per entry: ``Function properties for <mangled>`` followed by ``N bytes stack frame,
+    S bytes spill stores, L bytes spill loads`` and then ``Used R registers, ...``."""
+    out: dict = {
+        "registers": None,
+        "stack_frame_bytes": None,
+        "spill_store_bytes": None,
+        "spill_load_bytes": None,
+        "cutlass_stages": None,
+    }
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if f"Function properties for {KERNEL_PREFIX}" not in line:
+            continue
+        s = re.search(r"MainloopSm90TmaGmmaWarpSpecializedILi(\d+)E", line)
+        if s:
+            out["cutlass_stages"] = int(s.group(1))
+        for follow in lines[i + 1 : i + 4]:
+            m = re.search(
+                r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", follow
+            )
+            if m:
+                out["stack_frame_bytes"] = int(m.group(1))
+                out["spill_store_bytes"] = int(m.group(2))
+                out["spill_load_bytes"] = int(m.group(3))
+            r = re.search(r"Used (\d+) registers", follow)
+            if r:
+                out["registers"] = int(r.group(1))
+                break
+        break
+    return out
+
+
+def parse_errors(text: str) -> list[str]:
+    """The distinct compiler error messages (static_assert text first), without file paths."""
+    seen: list[str] = []
+    for line in text.splitlines():
+        m = re.search(r"error:\s*(.*)$", line)
+        if not m:
+            continue
+        msg = m.group(1).strip()
+        if msg and msg not in seen:
+            seen.append(msg)
+    seen.sort(key=lambda msg: 0 if "static assert" in msg or "static_assert" in msg else 1)
+    return seen[:6]
+
+
+def error_sites(text: str) -> list[str]:
+    """``file(line)`` of the CUTLASS/CuTe headers where errors were reported (relative to include/)."""
+    sites: list[str] = []
+    for line in text.splitlines():
+        m = re.search(r"include/((?:cutlass|cute)/[^\s(]+)\((\d+)\): error", line)
+        if m:
+            site = f"{m.group(1)}:{m.group(2)}"
+            if site not in sites:
+                sites.append(site)
+    return sites[:6]
+
+
+def outcome(compiled: bool, ptxas: dict, errors: list[str]) -> tuple[str, str]:
+    """(class, sentence) of the observed compile outcome."""
+    if not compiled:
+        first = errors[0] if errors else "(no error line found in the log)"
+        return "compile_error", f"does not compile: {first}"
+    spills = (ptxas["spill_store_bytes"] or 0) + (ptxas["spill_load_bytes"] or 0)
+    if spills:
+        return (
+            "compiles_with_spills",
+            f"compiles; ptxas: {ptxas['registers']} registers, {ptxas['stack_frame_bytes']} B stack, "
+            f"{ptxas['spill_store_bytes']} B spill stores, {ptxas['spill_load_bytes']} B spill loads",
+        )
+    return (
+        "compiles_cleanly",
+        f"compiles cleanly ({ptxas['registers']} registers, {ptxas['stack_frame_bytes']} B stack, 0 spills): "
+        "the failure mode (wrong result / launch failure / slow) needs a GPU run, not measured",
+    )
+
+
+def load_rejected() -> list[dict]:
+    return yaml.safe_load(VALIDATION.read_text())["rejected"]
+
+
+def build_one(model: Sm90Model, entry: dict, work: Path, reuse: bool) -> dict:
+    cfg = model.parse_config(entry["config"])
+    problem = {"M": 4096, "N": 4096, "K": 4096, "layout": "rr"}
+    check = model.check(cfg, problem)
+    name = entry["label"]
+    (work / f"{name}.cu").write_text(render_source(cfg.as_dict(), "bf16", "rr"))
+    log = work / f"{name}.log"
+    rc_file = work / f"{name}.rc"
+    seconds = None
+    if not (reuse and rc_file.exists() and log.exists()):
+        start = time.time()
+        with log.open("w") as fh:
+            rc = subprocess.run(command(name), cwd=work, stdout=fh, stderr=subprocess.STDOUT).returncode
+        seconds = round(time.time() - start, 1)
+        rc_file.write_text(f"{rc}\n")
+    else:
+        rc = int(rc_file.read_text().strip())
+    text = log.read_text(errors="replace")
+    ptxas = parse_ptxas(text)
+    errors = parse_errors(text) if rc else []
+    klass, sentence = outcome(rc == 0, ptxas, errors)
+    return {
+        "label": name,
+        "config": cfg.as_dict(),
+        "model_valid": check.valid,
+        "model_rules": sorted(set(check.rules())),
+        "model_messages": [v.message for v in check.violations],
+        "model_predicted": entry.get("predicted"),
+        "model_acc_registers_per_thread": cfg.acc_registers,
+        "model_predicted_stages": cfg.stages or auto_stages(cfg),
+        "model_predicted_smem_bytes": smem_bytes(cfg),
+        "nvcc_exit_code": rc,
+        "compiled": rc == 0,
+        "errors": errors,
+        "error_sites": error_sites(text) if rc else [],
+        **ptxas,
+        "observed_class": klass,
+        "observed": sentence,
+        "build_seconds_incl_lock_wait": seconds,
+    }
+
+
+def write(rows: list[dict], args: argparse.Namespace, work: Path) -> None:
+    out = {
+        "what": "sm90 configs the hardware model REJECTS (validation set), rendered through the real CUTLASS "
+        "GEMM template and compiled locally for sm_90a; no GPU run: run-time failure modes are not measured",
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "host": "CPU build machine (2 cores), no GPU",
+        "nvcc": tool_version("nvcc"),
+        "cutlass": "nvidia-cutlass 4.2.0.0 wheel headers (" + str(CUTLASS) + ")",
+        "validation_set": "benchmarks/sm90_model_validation_configs.yaml (rejected)",
+        "command": "python benchmarks/hw_models_sm90_rejected_compile.py "
+        + " ".join((["--reuse"] if args.reuse else []) + ["--workdir", str(work)]),
+        "nvcc_command": " ".join(command("<label>")),
+        "results": rows,
+    }
+    DEST.parent.mkdir(parents=True, exist_ok=True)
+    DEST.write_text(json.dumps(out, indent=2) + "\n")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--workdir", default="/tmp/hwA2_rejected")
+    ap.add_argument("--reuse", action="store_true")
+    ap.add_argument("--only", nargs="*", default=None)
+    args = ap.parse_args()
+    work = Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    model = Sm90Model()
+    rows: list[dict] = []
+    for entry in load_rejected():
+        if args.only and entry["label"] not in args.only:
+            continue
+        rows.append(build_one(model, entry, work, args.reuse))
+        print(json.dumps({k: rows[-1][k] for k in ("label", "model_rules", "observed")}), flush=True)
+        write(rows, args, work)
+    print(f"wrote {DEST}: {len(rows)} rejected configs")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
