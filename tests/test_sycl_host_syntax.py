@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from kernelpilot.dsl_plugins.sycl import programs, sycl_tla
+from kernelpilot.dsl_plugins.sycl.kernels import all_kernels
 
 pytestmark = pytest.mark.slow
 GOLDEN = Path(__file__).parent / "data" / "sycl" / "golden"
@@ -38,8 +39,21 @@ KINDS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(KINDS))
-def test_golden_program_passes_the_host_compile(name: str, tmp_path: Path) -> None:
+#: more element types, layouts and schedules than the goldens (rendered on the fly)
+EXTRA = {
+    "gemm_s4": ("gemm", {"M": 1024, "N": 1024, "K": 1024}, "s4", {"wg": [256, 256, 64], "sg": [8, 4, 1], "stages": 2}),
+    "gemm_bf16_u4_rc": ("gemm", {"M": 1024, "N": 1024, "K": 1024, "layout": "rc"}, {"a": "bf16", "b": "u4"},
+                        {"wg": [128, 256, 32], "sg": [4, 8, 1], "stages": 3}),
+    "gemm_tf32_cr_persistent": ("gemm", {"M": 1024, "N": 1024, "K": 1024, "layout": "cr"}, "tf32",
+                                {"wg": [256, 128, 32], "sg": [8, 4, 1], "stages": 3, "schedule": "persistent"}),
+    "gemm_e5m2_streamk_bf16_out": ("gemm", {"M": 1024, "N": 1024, "K": 1024, "out_dtype": "bf16"}, "e5m2",
+                                   {"wg": [256, 256, 32], "sg": [8, 4, 1], "stages": 2, "schedule": "streamk"}),
+    "grouped_f16_e2m1": ("grouped_gemm", {"shapes": [[256, 512, 256]]}, {"a": "f16", "b": "e2m1"},
+                         {"wg": [256, 256, 64], "sg": [8, 4, 1], "stages": 2}),
+}  # fmt: skip
+
+
+def _host_compile(kind: str, source: str, tmp_path: Path) -> None:
     gxx = shutil.which("g++")
     sycl_inc = os.environ.get("KP_SYCL_INCLUDE")
     if gxx is None:
@@ -49,13 +63,12 @@ def test_golden_program_passes_the_host_compile(name: str, tmp_path: Path) -> No
     tree = sycl_tla.find_sycl_tla()
     if tree is None:
         pytest.skip("set SYCL_TLA_DIR to sycl-tla headers")
-    kind = KINDS[name]
     try:
         sycl_tla.check_tree_for_kind(tree, kind)
     except Exception as exc:  # noqa: BLE001
         pytest.skip(str(exc))
     src = tmp_path / f"{kind}.cpp"
-    src.write_text((GOLDEN / f"{name}.cpp").read_text())
+    src.write_text(source)
     (tmp_path / programs.COMMON_HEADER).write_text(programs.common_header())
     includes = [f"-I{p}" for p in sycl_tla.include_dirs(tree, kind)] + [f"-I{sycl_inc}", f"-I{tmp_path}"]
     cmd = [
@@ -65,3 +78,23 @@ def test_golden_program_passes_the_host_compile(name: str, tmp_path: Path) -> No
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     errors = [line[:500] for line in proc.stderr.splitlines() if "error" in line]
     assert proc.returncode == 0 and not errors, "\n".join(errors[:10])
+
+
+@pytest.mark.parametrize("name", sorted(EXTRA))
+def test_more_dtypes_layouts_and_schedules_pass_the_host_compile(name: str, tmp_path: Path) -> None:
+    from kernelpilot.targets import get_target_model
+
+    kind, dims, dtype, raw = EXTRA[name]
+    kernel = {k.kind: k for k in all_kernels()}[kind]
+    model = get_target_model("bmg")
+    problem = kernel.validate_problem(dims, dtype, name)
+    cfg = model.parse_config({"kernel": kind, "dtype": dtype, **raw})
+    assert model.check(cfg, problem).valid
+    _host_compile(
+        kind, programs.render_program(kind, cfg, problem, "bmg", "host-check")[f"{kind}.cpp"], tmp_path
+    )
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_golden_program_passes_the_host_compile(name: str, tmp_path: Path) -> None:
+    _host_compile(KINDS[name], (GOLDEN / f"{name}.cpp").read_text(), tmp_path)
