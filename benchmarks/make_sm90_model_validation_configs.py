@@ -116,9 +116,12 @@ def main() -> None:
     print("# accepted: the model says legal -> must compile, run and verify (any failure is a model bug).")
     print("# rejected: the rule the model reports and what we predict the toolchain/GPU does.")
     print(
-        "# predicted_stages / predicted_smem_bytes: the model's estimate for StageCountAutoCarveout<sizeof(epilogue"
+        "# predicted_stages / predicted_smem_bytes: the model's StageCountAutoCarveout<sizeof(epilogue SharedStorage)>"
     )
-    print("# SharedStorage)> with void C (ws: mainloop and epilogue storage in a union).")
+    print(
+        "# and sizeof(GemmKernel::SharedStorage) with void C (ws: mainloop and epilogue storage in a union);"
+    )
+    print("# tests/test_hw_sm90_smem.py checks them against the sizes the H200 programs reported.")
     print("problem: {M: 4096, N: 4096, K: 4096, layout: rr, dtype: bf16}")
     print("verify_problem: {M: 712, N: 520, K: 264, layout: rr, dtype: bf16}")
     print("accepted:")
