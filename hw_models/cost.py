@@ -42,6 +42,10 @@ SM90_LAUNCH_TILE_OVERHEAD_S = 2.0e-6  # non-persistent ws: CTA launch + fill per
 SM90_KERNEL_LAUNCH_S = 4.0e-6
 SM90_STREAMK_FIXUP_S = 3.0e-6
 SM90_STORE_BYTES_PER_S_PER_SM = 80.0e9  # epilogue store rate per SM (unhidden for coop / ws)
+# ptr-array (grouped / MoE) kernels with the NoSmem epilogue: their TMA-epilogue twins were 2.7-20.8 %
+# faster on the H200 although nosmem gets one more mainloop stage (benchmarks/results/
+# cuda_kinds_h200_grouped_rerun.json, 128x256x64 c1x1/c2x1 on two workloads; geometric mean 1.117x)
+SM90_PTR_ARRAY_NOSMEM_EFF = 1.0 / 1.117
 
 
 def sm90_active_ctas(cores: int, cluster_size: int) -> int:
@@ -63,11 +67,13 @@ def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) ->
     dtype_key = cfg.dtype.a
     peak = device.peak(dtype_key) * 1e12
     cores = device.cores
-    from kernelpilot.hw_models.sm90 import auto_stages
+    from kernelpilot.hw_models.sm90 import PTR_ARRAY_KERNELS, auto_stages
 
     stages = cfg.stages or auto_stages(cfg)
     eff = SM90_SCHEDULE_EFF[cfg.schedule] * (SM90_TM64_EFF if tm == 64 else 1.0)
     eff *= SM90_FEW_STAGES_EFF.get(stages, 1.0)
+    if cfg.kernel in PTR_ARRAY_KERNELS and cfg.effective_epilogue() == "nosmem":
+        eff *= SM90_PTR_ARRAY_NOSMEM_EFF
     per_sm_flops = peak / cores * eff
     per_sm_l2 = SM90_L2_BYTES_PER_S / cores
     ctas = sm90_active_ctas(cores, cm * cn)

@@ -2,7 +2,7 @@
 
 Config: ``tile: [BlockQO, BlockKV, HeadDim]``, ``schedule`` (``tma`` = KernelTma, not warp-specialized;
 ``cooperative``; ``pingpong`` = cooperative + persistent + Q loaded separately,
-fmha_kernel_builder.hpp:134-156), ``stages`` (K/V pipeline stages, 0 = the default 5).  The same
+fmha_kernel_builder.hpp:134-156), ``stages`` (K/V pipeline stages, 0 = the default: 5, or 4 for ``tma``).  The same
 binary serves prefill and decode (decode is a shape regime), so both kinds share this model.
 
 Sources (NVIDIA/cutlass 7107b05535f8977f5ecb9d01ee203205b1fd9bc4, ``examples/88_hopper_fmha/``):
@@ -41,6 +41,12 @@ FA_SCHEDULES = ("tma", "cooperative", "pingpong")
 FA_FIELDS = ("kernel", "dtype", "tile", "schedule", "stages")
 FA_DTYPES = ("bf16", "f16", "e4m3", "e5m2")
 DEFAULT_KV_STAGES = 5
+#: KernelTma (not warp-specialized) defaults to 4 K/V stages: collective/fmha_collective_tma.hpp:63
+#: ``find_option_t<Tag::kStagesKV, Int<4>, Options...>``; the warp-specialized collective's default is 5
+DEFAULT_KV_STAGES_TMA = 4
+#: README.md:9-10: the forward kernel supports head dims 32/64/128/256 for 16-bit inputs and only 128/256
+#: for fp8 (88_hopper_fmha.cu:1132-1139 compiles run_fwd_32/64 only ``#ifndef FP8``)
+FP8_HEAD_DIMS = (128, 256)
 NUM_MMA_WG = 2
 SMEM_CAPACITY = 232448
 #: largest accumulator footprint instantiated in 88_hopper_fmha.cu: fp8 coop 128x256x128 and 128x128x256
@@ -62,7 +68,9 @@ class Sm90FmhaConfig(TileConfig):
 
     @property
     def kv_stages(self) -> int:
-        return self.stages or DEFAULT_KV_STAGES
+        if self.stages:
+            return self.stages
+        return DEFAULT_KV_STAGES_TMA if self.schedule == "tma" else DEFAULT_KV_STAGES
 
     @property
     def rows_per_wg(self) -> int:
@@ -142,6 +150,13 @@ def check_fmha(cfg: Sm90FmhaConfig, problem: dict[str, Any] | None) -> CheckResu
         "sm90.fa.head_dim",
         f"HeadDim={d} must be a multiple of {kstep} and <= 256 (QK K and PV N)",
     )
+    if cfg.dtype.max_bits == 8 and d % kstep == 0:
+        out.require(
+            d in FP8_HEAD_DIMS,
+            "sm90.fa.head_dim",
+            f"fp8 HeadDim={d}: the Hopper FMHA forward supports fp8 only with head dims "
+            f"{FP8_HEAD_DIMS} (88_hopper_fmha README.md:9-10)",
+        )
     if d not in INSTANTIATED_HEAD_DIMS:
         out.warn(
             "sm90.fa.head_dim_untested",
