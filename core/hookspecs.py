@@ -66,6 +66,13 @@ def kp_target_models() -> Any:
     """Hardware/target constraint models (``bmg``, ``pvc``, ``sm90``, ...) this plugin supports."""
 
 
+@hookspec
+def kp_doctor_checks() -> Any:
+    """Backend-specific checks for ``kernelpilot doctor``: a list of
+    :class:`~kernelpilot.plugin_types.DoctorCheck` (what the backend needs, found or missing, and how
+    to fix it).  Must be cheap and never raise."""
+
+
 HOOK_NAMES = (
     "kp_plugin_info",
     "kp_executor",
@@ -74,4 +81,5 @@ HOOK_NAMES = (
     "kp_stages",
     "kp_tile_kernels",
     "kp_target_models",
+    "kp_doctor_checks",
 )

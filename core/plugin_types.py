@@ -26,3 +26,14 @@ class ResourceDir:
     path: Path
     device: str | None = None
     tags: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class DoctorCheck:
+    """One line of ``kernelpilot doctor``: a named check, whether it passed, and the detail or fix."""
+
+    plugin: str
+    name: str
+    ok: bool
+    detail: str = ""
+    data: dict = field(default_factory=dict)  # JSON-able details for ``doctor --json``

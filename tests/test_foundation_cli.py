@@ -78,3 +78,36 @@ def test_doctor_json_reports_tools_and_llm(cli) -> None:
     assert report["tools"]["cmake"]["path"], "cmake comes with the cmake PyPI dependency"
     assert report["llm"]["api_key_set"] is True
     assert "sk-secret-value-123" not in result.stdout + result.stderr
+
+
+def test_doctor_shows_backend_checks_from_plugins(cli) -> None:
+    import shutil
+
+    result = cli("doctor", "--json")
+    assert result.returncode == 0, result.stderr
+    checks = {c["name"]: c for c in json.loads(result.stdout)["backends"]}
+    assert checks["xe: icpx"]["plugin"] == "sycl"
+    if shutil.which("icpx") is None:
+        assert checks["xe: icpx"]["ok"] is False and "oneAPI" in checks["xe: icpx"]["detail"]
+    assert "IGC_ExtraOCLOptions" in checks["xe: runtime environment"]["detail"]
+
+
+def test_doctor_survives_a_failing_plugin_check(monkeypatch) -> None:
+    from kernelpilot.cli import doctor_cmd
+    from kernelpilot.hookspecs import hookimpl
+    from kernelpilot.plugins import get_registry
+
+    class Exploding:
+        @hookimpl
+        def kp_doctor_checks(self):
+            raise RuntimeError("probe blew up")
+
+    registry = get_registry()
+    registry.register(Exploding(), "exploding")
+    try:
+        checks = doctor_cmd._backend_checks()
+    finally:
+        registry.manager.unregister(name="exploding")
+        registry.records[:] = [r for r in registry.records if r.name != "exploding"]
+    failed = [c for c in checks if c["plugin"] == "exploding"]
+    assert failed and failed[0]["ok"] is False and "probe blew up" in failed[0]["detail"]

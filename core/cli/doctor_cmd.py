@@ -37,6 +37,33 @@ def _gpus() -> dict[str, Any]:
     return found
 
 
+def _backend_checks() -> list[dict[str, Any]]:
+    """Checks plugins contribute through ``kp_doctor_checks``; a failing plugin becomes a failed check."""
+    from dataclasses import asdict
+
+    from kernelpilot.plugins import get_registry
+
+    registry = get_registry()
+    checks: list[dict[str, Any]] = []
+    for record in registry.records:
+        if "kp_doctor_checks" not in record.hooks:
+            continue
+        plugin = registry.manager.get_plugin(record.name)
+        try:
+            checks.extend(asdict(c) for c in plugin.kp_doctor_checks() or [])
+        except Exception as exc:  # a plugin's probe must not take doctor down
+            checks.append(
+                {
+                    "plugin": record.name,
+                    "name": "doctor checks",
+                    "ok": False,
+                    "detail": f"failed: {exc}",
+                    "data": {},
+                }
+            )
+    return checks
+
+
 def collect() -> dict[str, Any]:
     from kernelpilot import toolchain
     from kernelpilot.settings import load_settings
@@ -54,6 +81,7 @@ def collect() -> dict[str, Any]:
             else {"include": None, "hint": f"set {env} or pip install --target DIR the wheel"}
         )
     settings = load_settings()
+    report["backends"] = _backend_checks()
     report["llm"] = {
         "configured": settings.llm_configured(),
         "model": settings.llm_model,
@@ -91,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
             "ok" if info["include"] else "missing",
             f"{info['include']} ({info['version']})" if info["include"] else info["hint"],
         )
+    for check in report["backends"]:
+        table.add_row(check["name"], "ok" if check["ok"] else "missing", escape(check["detail"]))
     llm = report["llm"]
     table.add_row(
         "LLM",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 
+from kernelpilot.dsl_plugins.sycl.doctor_hook import kp_doctor_checks  # noqa: F401
 from kernelpilot.dsl_plugins.sycl.pipeline_hooks import (  # noqa: F401
     kp_executor,
     kp_knowledge_dirs,
