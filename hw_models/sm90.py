@@ -51,6 +51,14 @@ SMEM_CAPACITY = 232448
 PIPELINE_BYTES_PER_STAGE = 16
 #: ptr-array kernels: 2 TMA descriptors (128 B each) + PipelineAsyncSharedStorage<8> (sm90_gmma_builder.inl:268-272)
 GROUPED_CARVEOUT = 2 * 128 + 8 * 16
+#: ptr-array kernels keep 8 scheduler responses (sm90_gemm_array_tma_warpspecialized_cooperative.hpp:160,198) of
+#: PersistentTileSchedulerSm90Group::WorkTileInfo (4 x int32, sm90_tile_scheduler_group.hpp:65-69)
+PTR_ARRAY_SCHEDULER_STAGES = 8
+PTR_ARRAY_RESPONSE_BYTES = 16
+#: cute::TmaDescriptor; ptr-array epilogues keep one for C and NumEpilogueWarpGroups = 2 for D
+#: (sm90_epilogue_array_tma_warpspecialized.hpp:243-246, epilogue/dispatch_policy.hpp:59-60)
+TMA_DESCRIPTOR_BYTES = 128
+PTR_ARRAY_EPILOGUE_TENSORMAPS = (1 + 2) * TMA_DESCRIPTOR_BYTES
 #: fp32 accumulator registers per MMA thread above which ptxas spills (cutlass_sm90.md T8, measured)
 MAX_ACC_REGISTERS = 128
 
@@ -195,7 +203,7 @@ def epilogue_layout(cfg: Sm90GemmConfig, out_bits: int = 16, c_bits: int = 0) ->
     PipelineTransactionAsync<StagesC>::SharedStorage (full + empty barrier per C stage, even for void C).
     NoSmem epilogue (collective/detail.hpp:273-283): an empty TensorStorage and PipelineTransactionAsync<0>."""
     if cfg.effective_epilogue() == "nosmem":
-        return 1, 1, 0
+        return 1, 1, 1  # empty structs (PipelineTransactionAsync<0>::SharedStorage holds zero-length arrays)
     epi_m, epi_n = epilogue_tile(cfg)
     stages_c, stages_d = epilogue_stages(cfg, out_bits, c_bits)
     elems = epi_m * epi_n
@@ -226,6 +234,10 @@ def epilogue_smem_bytes(cfg: Sm90GemmConfig, out_bits: int = 16, c_bits: int = 0
     tensors, align, pipeline = epilogue_layout(cfg, out_bits, c_bits)
     if cfg.effective_epilogue() == "nosmem":
         return tensors + pipeline
+    if cfg.kernel in PTR_ARRAY_KERNELS:
+        # ptr-array TMA epilogue: {tensors; tensormaps (aligned_struct<128>); pipeline}
+        # (sm90_epilogue_array_tma_warpspecialized.hpp:233-250)
+        tensors = round_up(tensors, TMA_DESCRIPTOR_BYTES) + PTR_ARRAY_EPILOGUE_TENSORMAPS
     return round_up(tensors + pipeline, max(align, BARRIER_BYTES))
 
 
@@ -268,8 +280,10 @@ def smem_bytes(cfg: Sm90GemmConfig) -> int:
     estimate (stages x (stage + barriers) + epilogue) missed against the H200 measurements
     (benchmarks/results/gemm_h200_verified_configs.json measured_smem_bytes).
     ``ws`` (sm90_gemm_tma_warpspecialized.hpp:120-137): tensors are a union (mainloop and epilogue never
-    live at once), then the pipelines.  Ptr-array kernels: tensors + pipelines + the tensormap / scheduler
-    carve-out (an estimate: no measured sizes yet)."""
+    live at once), then the pipelines.  Ptr-array kernels (sm90_gemm_array_tma_warpspecialized_cooperative.hpp
+    :178-207, pingpong :184-214): tensors {mainloop; epilogue} first, then the pipelines (plus the group
+    scheduler's PipelineAsync<8>), 8 scheduler responses, and the TMA descriptors (A, B; C and 2 x D)
+    aligned to 128 B (checked against E's H200 grouped / MoE programs)."""
     stages = cfg.stages or auto_stages(cfg)
     epi_tensors, epi_align, epi_pipeline = epilogue_layout(cfg)
     align = max(128, epi_align)
@@ -281,8 +295,13 @@ def smem_bytes(cfg: Sm90GemmConfig) -> int:
     if cfg.schedule == "pingpong":
         pipelines += 4 * BARRIER_BYTES  # MathWarpGroupOrderBarrier = OrderedSequenceBarrier<2,2>
     if cfg.kernel in PTR_ARRAY_KERNELS:
-        tensors = round_up(round_up(mainloop, 128) + epi_tensors, align)
-        return tensors + pipelines + kernel_carveout(cfg)
+        tensors = round_up(round_up(mainloop, epi_align) + epi_tensors, align)
+        pipelines += 2 * BARRIER_BYTES * PTR_ARRAY_SCHEDULER_STAGES  # PipelineAsyncSharedStorage<8>
+        responses = PTR_ARRAY_SCHEDULER_STAGES * PTR_ARRAY_RESPONSE_BYTES
+        # NoSmem: the adapter's TensorMapStorage is the empty DefaultEpilogueArray storage (1 byte)
+        epi_maps = 1 if cfg.effective_epilogue() == "nosmem" else PTR_ARRAY_EPILOGUE_TENSORMAPS
+        tensormaps = round_up(2 * TMA_DESCRIPTOR_BYTES + epi_maps, TMA_DESCRIPTOR_BYTES)
+        return round_up(round_up(tensors + pipelines + responses, TMA_DESCRIPTOR_BYTES) + tensormaps, align)
     head = pipelines + 1  # + the empty TileScheduler::SharedStorage
     tensors = round_up(round_up(epi_tensors, 128) + mainloop, align)
     return round_up(head, align) + tensors

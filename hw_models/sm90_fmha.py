@@ -81,14 +81,49 @@ class Sm90FmhaConfig(TileConfig):
         rows = self.rows_per_wg
         return rows * self.tile[1] // 128 + rows * self.tile[2] // 128
 
+    def epilogue_storage(self) -> tuple[int, int, int]:
+        """(sizeof, alignment, StagesC) of one FmhaFwdEpilogue TensorStorage: the sm90 TMA epilogue
+        (TmaWarpSpecialized, EpilogueTileAuto) built over one warpgroup's O tile (rows, HeadDim)
+        (collective/fmha_epilogue.hpp:45-75).  Same layout rules as the GEMM epilogue (sm90.py)."""
+        import math
+
+        from kernelpilot.hw_models.sm90 import round_up, swizzle_alignment
+
+        d = self.tile[2]
+        bits = self.dtype.bits_a
+        n_perf = 64 if bits == 8 and d % 64 == 0 else 32  # sm90_builder.inl:124
+        epi_m, epi_n = min(64, self.rows_per_wg), math.gcd(min(n_perf, d), d)
+        epi_tiles = (self.rows_per_wg // epi_m) * (d // epi_n)
+        align = swizzle_alignment(epi_n * bits // 8)
+        size = round_up(min(epi_tiles, 2) * epi_m * epi_n * bits // 8 + 1, align)  # + empty fusion storage
+        return size, align, min(epi_tiles, 4)
+
     def smem_bytes(self) -> int:
+        """sizeof(Kernel::SharedStorage), matched to E's H200 programs (benchmarks/results/cuda_kinds_h200.json).
+
+        Mainloop SharedStorage (fmha_collective_tma*.hpp:115-137): Q (StagesQ x BlockQO/StagesQ rows =
+        BlockQO x HeadDim) + K/V stages in a union.  Warp-specialized kernel
+        (kernel/fmha_kernel_tma_warpspecialized.hpp:73-100): tensors = {mainloop; epilogue[2]} for the
+        persistent pingpong, a union otherwise, then the K/V, Q (2 stages) and reducer (2) pipelines, the
+        math warp-group order barrier <2,2>, the load-warp barrier and the epilogue load pipeline (StagesC).
+        KernelTma (kernel/fmha_kernel_tma.hpp:70-83): union {mainloop; epilogue}, K/V + Q (1 stage)
+        pipelines and the epilogue load pipeline.  The epilogue's 512-byte swizzle alignment rounds it all."""
+        from kernelpilot.hw_models.sm90 import round_up
+
         qo, kv, d = self.tile
-        el = self.dtype.bits_a // 8 or 1
-        q = NUM_MMA_WG * (qo // NUM_MMA_WG) * d * el if self.schedule != "tma" else qo * d * el
-        kv_bytes = self.kv_stages * kv * d * el
-        epi = NUM_MMA_WG * (qo // NUM_MMA_WG) * d * el if self.schedule == "pingpong" else 0
-        barriers = 16 * (self.kv_stages + NUM_MMA_WG) + 256
-        return q + kv_bytes + epi + barriers
+        bits = self.dtype.bits_a
+        mainloop = (qo * d + self.kv_stages * kv * d) * bits // 8
+        epi_one, align, stages_c = self.epilogue_storage()
+        pipelines = 16 * self.kv_stages + round_up(16 * stages_c, 16)
+        if self.schedule == "tma":
+            tensors = max(mainloop, epi_one)
+            pipelines += 16  # Q pipeline, 1 stage
+        else:
+            epi = NUM_MMA_WG * epi_one
+            tensors = round_up(mainloop, align) + epi if self.schedule == "pingpong" else max(mainloop, epi)
+            # Q pipeline (2 stages), reducer PipelineAsync<2>, OrderedSequenceBarrier<2,2>, load-warp barrier
+            pipelines += 32 + 32 + 32 + 16
+        return round_up(round_up(tensors, align) + pipelines, align)
 
     def as_dict(self) -> dict[str, Any]:
         return {

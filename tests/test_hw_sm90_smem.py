@@ -91,3 +91,42 @@ def test_stage_discriminators_were_built() -> None:
         row = built[label]
         assert row["compiled"] and row["ptxas_spill_bytes"] == 0
         assert row["cutlass_stages"] == stages == auto_stages(sm90.parse_config(row["config"]))
+
+
+def _kinds_programs() -> list[tuple[str, dict]]:
+    """(kind, config record) of every program E ran on the H200 that reported its shared storage."""
+    doc = json.loads((ROOT / "benchmarks" / "results" / "cuda_kinds_h200.json").read_text())
+    out = []
+    for kind, workloads in doc["results"].items():
+        for w in workloads.values():
+            out += [(kind, c) for c in w["configs"] if c.get("smem_bytes") is not None]
+    return out
+
+
+def test_ptr_array_smem_and_stages_match_the_h200_programs() -> None:
+    """Grouped / MoE kernels: tensors, pipelines (+ the group scheduler's), 8 scheduler responses and the
+    A/B/C/2xD TMA descriptors (sm90_gemm_array_tma_warpspecialized_cooperative.hpp:178-207)."""
+    sm90 = get_target_model("sm90")
+    rows = [(k, c) for k, c in _kinds_programs() if k in ("grouped_gemm", "moe_gemm")]
+    assert len(rows) >= 10
+    epilogues = set()
+    for kind, c in rows:
+        cfg = sm90.parse_config({**c["config"], "kernel": kind})
+        assert smem_bytes(cfg) == c["smem_bytes"], (kind, c["label"], smem_bytes(cfg))
+        assert auto_stages(cfg) == c["stages"], (kind, c["label"])
+        epilogues.add(cfg.effective_epilogue())
+    assert epilogues == {"tma_coop", "tma_ws", "nosmem"}
+
+
+def test_fmha_smem_matches_the_h200_programs() -> None:
+    """Hopper FMHA: coop (union of mainloop and 2 epilogue buffers), pingpong (both, persistent) and the
+    non-warp-specialized tma kernel (4 K/V stages)."""
+    sm90 = get_target_model("sm90")
+    rows = [(k, c) for k, c in _kinds_programs() if k in ("fa_prefill", "fa_decode")]
+    assert len(rows) >= 10
+    schedules = set()
+    for kind, c in rows:
+        cfg = sm90.parse_config({**c["config"], "kernel": kind})
+        assert cfg.smem_bytes() == c["smem_bytes"], (kind, c["label"], cfg.smem_bytes())
+        schedules.add(cfg.schedule)
+    assert schedules == {"tma", "cooperative", "pingpong"}
