@@ -58,6 +58,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cutlass-dir", help="CUTLASS checkout or nvidia-cutlass --target folder (else CUTLASS_DIR)"
     )
+    parser.add_argument(
+        "--sycl-tla-dir", help="sycl-tla checkout or `pip install --target` folder (else SYCL_TLA_DIR)"
+    )
+    parser.add_argument(
+        "--aot-device",
+        help="icpx AOT device (bmg-g21, bmg-g31, pvc, ...); default: from --device's catalogue entry",
+    )
+    parser.add_argument("--icpx", help="path of the icpx compiler (else found on PATH)")
     parser.add_argument("--json", action="store_true", help="print the run JSON instead of the table")
     parser.add_argument("--no-plots", action="store_true", help="skip PNG plots")
     parser.add_argument(
@@ -113,6 +121,22 @@ def _workloads(args: argparse.Namespace) -> tuple[str, list[Any], dict[str, Any]
     return args.target, [_workload(name, dims, merged, args.target, f"--dims {args.dims}")], {"format": "cli"}
 
 
+def _kernel_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Backend build options from the flags; only what the user set (a backend's defaults stay its own).
+
+    ``device`` reaches the backend so the SYCL build takes the AOT device of the GPU the user named
+    (``--device arc_pro_b70`` builds for ``bmg-g31``); an explicit ``--aot-device`` still wins.
+    """
+    flags = {
+        "cutlass_dir": args.cutlass_dir,
+        "sycl_tla_dir": args.sycl_tla_dir,
+        "aot_device": args.aot_device,
+        "icpx": args.icpx,
+        "device": args.device,
+    }
+    return {key: value for key, value in flags.items() if value}
+
+
 def run(args: argparse.Namespace) -> int:
     import json
     import os
@@ -149,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         build_timeout_s=args.build_timeout,
         device=args.device,
         bench_args=bench_args,
-        kernel_options={"cutlass_dir": args.cutlass_dir} if args.cutlass_dir else {},
+        kernel_options=_kernel_options(args),
         streamk_twins=not args.no_streamk_twins,
         gpus=args.gpus,
         cluster=args.cluster,
