@@ -47,3 +47,28 @@ def test_device_selects_aot_target_and_explicit_aot_wins(tmp_path: Path) -> None
         "tune", batch, "--target", "bmg", "--dry-run", "--out", str(tmp_path / "wrong"), "--device", "h200"
     )
     assert wrong.returncode == 2 and "h200" in wrong.stderr
+
+
+def test_run_without_icpx_writes_nothing(tmp_path: Path) -> None:
+    import shutil
+
+    if shutil.which("icpx"):
+        import pytest
+
+        pytest.skip("icpx is installed: a real run would start")
+    home, out = tmp_path / "home", tmp_path / "out"
+    result = run_cli(
+        "tune",
+        str(REPO / "examples" / "xe_gemm.yaml"),
+        "--target",
+        "bmg",
+        "--out",
+        str(out),
+        env={"KERNELPILOT_HOME": str(home), "SYCL_TLA_DIR": ""},
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1
+    assert "icpx" in result.stderr and "--dry-run" in result.stderr
+    assert not home.exists() and not out.exists(), (
+        "a batch that cannot start must not write a store or outputs"
+    )

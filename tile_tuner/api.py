@@ -113,7 +113,7 @@ def run_batch(
     from kernelpilot.tile_tuner.scaleout import make_executor
 
     executor = make_executor(options, groups)  # in-process, --gpus pool or --cluster (Dask); validates flags
-    store = ResultsStore(options.store_path)
+    store: ResultsStore | None = None
     engines: list[tuple[Group, TuneEngine, list[Any]]] = []
     results: list[dict[str, Any]] = []
     backend_info: dict[str, Any] = {}
@@ -121,7 +121,7 @@ def run_batch(
         # validate everything (dims, spaces, proposers, toolchain) before the first build
         for g in groups:
             engine = TuneEngine(
-                g.model, g.kernel, target, options, store, device=device, on_event=on_event,
+                g.model, g.kernel, target, options, None, device=device, on_event=on_event,
                 proposer_options=proposer_options, executor=executor,
             )  # fmt: skip
             states = [engine.make_state(w) for w in g.workloads]
@@ -132,6 +132,11 @@ def run_batch(
                         field="space",
                     )
             engines.append((g, engine, states))
+        # The store is opened only now: a batch that fails validation (bad input, missing compiler or
+        # headers) writes nothing, not even an empty results database.
+        store = ResultsStore(options.store_path)
+        for _, engine, _ in engines:
+            engine.store = store
         for g, engine, states in engines:
             engine.run(g.workloads, states)
             backend_info = {
@@ -145,7 +150,8 @@ def run_batch(
             results += [summarize_state(s, target, device, g.kernel) for s in states]
     finally:
         executor.close()
-    store.close()
+        if store is not None:
+            store.close()
     return {
         "schema_version": RUN_SCHEMA_VERSION,
         "command": options.command,

@@ -301,7 +301,7 @@ class TuneEngine:
         kernel: Any,
         target: str,
         options: TuneOptions,
-        store: ResultsStore,
+        store: ResultsStore | None,
         *,
         device: Any = None,
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
