@@ -118,7 +118,8 @@ class TargetModel:
     ) -> Iterator[TileConfig]:
         raise NotImplementedError
 
-    def default_config(self, kernel: str, dtype: Any, problem: dict[str, Any] | None = None) -> TileConfig:
+    def _default_config(self, kernel: str, dtype: Any, problem: dict[str, Any] | None = None) -> TileConfig:
+        """The library's untuned default for ``kernel``/``dtype`` (subclasses cite their source)."""
         raise NotImplementedError
 
     def neighbours(self, config: TileConfig) -> list[TileConfig]:
@@ -130,6 +131,18 @@ class TargetModel:
         raise NotImplementedError
 
     # -- shared ------------------------------------------------------------------------------------
+    def default_config(self, kernel: str, dtype: Any, problem: dict[str, Any] | None = None) -> TileConfig:
+        """The library default, or an :class:`InputError` when the kernel does not take ``dtype`` at all.
+
+        Without this check a tuner would be handed a "default" the library cannot build and report the
+        dtype problem as a failed measurement instead of as bad input.
+        """
+        config = self._default_config(kernel, dtype, problem)
+        unsupported = [v for v in self.check(config).violations if "dtype" in v.rule.rsplit(".", 1)[-1]]
+        if unsupported:
+            raise InputError(f"{self.name} {kernel}: {unsupported[0].message}", field="dtype")
+        return config
+
     def device(self, device: Device | str | None = None) -> Device:
         if isinstance(device, Device):
             return device

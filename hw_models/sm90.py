@@ -589,7 +589,7 @@ class Sm90Model(TargetModel):
                             if self.check(cfg, problem).valid:
                                 yield cfg
 
-    def default_config(
+    def _default_config(
         self, kernel: str, dtype: Any, problem: dict[str, Any] | None = None
     ) -> Sm90GemmConfig | Sm90FmhaConfig:
         """CUTLASS's own default: examples/49_hopper_gemm_with_collective_builder/49_collective_builder.cu:309

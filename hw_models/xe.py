@@ -869,7 +869,7 @@ class XeModel(TargetModel):
                                         ):
                                             yield cfg
 
-    def default_config(self, kernel: str, dtype: Any, problem: dict[str, Any] | None = None) -> TileConfig:
+    def _default_config(self, kernel: str, dtype: Any, problem: dict[str, Any] | None = None) -> TileConfig:
         """The library's untuned defaults, from the examples:
 
         * gemm: examples/00_bmg_gemm/00_bmg_gemm.cpp:358-380 (256x256x32, SG 8x4, XE_DPAS_TT<8,...>,
@@ -883,11 +883,12 @@ class XeModel(TargetModel):
         """
         kernel = self.check_kernel(kernel, "default_config")
         pair = parse_dtype(dtype, "default_config")
+        # sub-byte inputs: one DPAS K step is 64 elements, so WG_K=32 would not hold a single step
+        wk = 32 if pair.max_bits >= 8 else 64
         if kernel == "gemm":
-            wk = 32 if pair.max_bits >= 8 else 64
             return XeGemmConfig(kernel=kernel, dtype=pair, wg=(256, 256, wk), sg=(8, 4, 1), stages=2)
         if kernel == "grouped_gemm":
-            return XeGemmConfig(kernel=kernel, dtype=pair, wg=(256, 256, 32), sg=(8, 4, 1), stages=2)
+            return XeGemmConfig(kernel=kernel, dtype=pair, wg=(256, 256, wk), sg=(8, 4, 1), stages=2)
         if kernel == "moe_gemm":
             return XeGemmConfig(kernel=kernel, dtype=pair, wg=(256, 128, 32), sg=(8, 2, 1), stages=3)
         hd = attention_dims(problem)["head_dim_vo"] if problem else 128
