@@ -28,14 +28,15 @@ KERNELS = {k.kind: k for k in all_kernels()}
 
 
 @pytest.fixture(scope="module")
-def tree(request: pytest.FixtureRequest) -> sycl_tla.SyclTlaTree:
+def tree(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> sycl_tla.SyclTlaTree:
     explicit = os.environ.get("SYCL_TLA_DIR")
     if explicit:
         found = sycl_tla.find_sycl_tla(explicit)
         if found is None:
             pytest.fail(f"SYCL_TLA_DIR={explicit} holds no sycl-tla headers")
         return found
-    target = Path(request.config.cache.mkdir("sycl-tla-wheel"))
+    cache = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
+    target = Path(cache.mkdir("sycl-tla-wheel")) if cache else tmp_path_factory.mktemp("sycl-tla-wheel")
     if not (target / "cutlass_library" / "source" / "include" / "cute").exists():
         try:
             proc = subprocess.run(
