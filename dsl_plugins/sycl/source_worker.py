@@ -9,7 +9,6 @@ times of whole ``kp_forward`` calls followed by ``queue::wait`` (median over ``r
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -193,18 +192,7 @@ def run_side_by_side(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    job = json.loads(Path(argv[0]).read_text())
-    try:
-        result = run_side_by_side(job) if job.get("mode") == "side_by_side" else run_job(job)
-    except BaseException as exc:  # noqa: BLE001 - the parent must always get a verdict
-        result = {
-            "verdict": "runtime_error",
-            "message": "worker error: " + common._error_text(exc),
-            "extra": {},
-        }
-    Path(job["result_path"]).write_text(json.dumps(result, default=float))
-    return 0
+    return common.serve_job(sys.argv[1:] if argv is None else argv, run_job, run_side_by_side)
 
 
 if __name__ == "__main__":

@@ -470,16 +470,23 @@ def run_side_by_side(job: dict[str, Any]) -> dict[str, Any]:
     return {"entries": entries, "device_name": names[device]() if device in names else device}
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    job_path = Path(argv[0])
-    job = json.loads(job_path.read_text())
+def serve_job(argv: list[str], run_job: Any, run_side_by_side: Any) -> int:
+    """Worker entry shared by every DSL's worker: read the job file, run it, always write a verdict.
+
+    Whatever happens inside (import error, compile failure, CUDA error), the parent gets a result file,
+    so a broken candidate is a verdict, never a hang or a lost evaluation.
+    """
+    job = json.loads(Path(argv[0]).read_text())
     try:
         result = run_side_by_side(job) if job.get("mode") == "side_by_side" else run_job(job)
     except BaseException as exc:  # noqa: BLE001 - the parent must always get a verdict
         result = {"verdict": "runtime_error", "message": "worker error: " + _error_text(exc), "extra": {}}
     Path(job["result_path"]).write_text(json.dumps(result, default=float))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return serve_job(sys.argv[1:] if argv is None else argv, run_job, run_side_by_side)
 
 
 if __name__ == "__main__":
