@@ -13,6 +13,8 @@ import os
 import re
 import shutil
 import subprocess
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,11 +128,14 @@ def clean_log(text: str, source: Path, shown_name: str = "kernel.cu") -> str:
     return out if len(out) <= MAX_LOG_CHARS else out[:MAX_LOG_CHARS] + "\n... (truncated)"
 
 
-def _run(command: list[str], timeout_s: float) -> tuple[int, str]:
+def run_tool(
+    command: list[str], timeout_s: float, tool: str = "nvcc", env: dict[str, str] | None = None
+) -> tuple[int, str]:
+    """(exit code, stderr + stdout); a timeout is exit 124 with a sentence naming ``tool``."""
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
-        return 124, f"nvcc did not finish within {timeout_s:.0f} s"
+        return 124, f"{tool} did not finish within {timeout_s:.0f} s"
     return proc.returncode, (proc.stderr or "") + (proc.stdout or "")
 
 
@@ -140,35 +145,66 @@ def check_syntax(source_text: str, workdir: Path, options: BuildOptions) -> list
     digest = hashlib.sha256(source_text.encode()).hexdigest()[:16]
     path = workdir / f"syntax_{digest}.cu"
     path.write_text(source_text, encoding="utf-8")
-    code, log = _run(syntax_command(path, options), options.timeout_s)
+    code, log = run_tool(syntax_command(path, options), options.timeout_s)
     path.with_suffix(".syntax.o").unlink(missing_ok=True)
     if code == 0:
         return []
     return [f"nvcc syntax check failed (exit {code}):\n{clean_log(log, path)}"]
 
 
+def cached_build(
+    source_text: str,
+    cache_dir: Path,
+    command_for: Callable[[Path, Path], list[str]],
+    *,
+    source_suffix: str,
+    output_suffix: str,
+    probe_output: str,
+    tmp_suffix: str,
+    tool: str,
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+) -> CompileResult:
+    """Build ``source_text`` into ``<cache>/k_<sha><output_suffix>`` unless that exact build exists.
+
+    Shared by the nvcc library and the icpx program builds.  The key hashes the command line built
+    for the fixed names ``kernel<source_suffix>`` / ``probe_output`` plus the source, so it does not
+    depend on where the cache lives.  The compiler writes ``<output>.<pid><tmp_suffix>`` first and
+    the result is renamed into place: a concurrent reader never sees a half-written file.
+    """
+    shown_name = f"kernel{source_suffix}"
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    probe = command_for(Path(shown_name), Path(probe_output))
+    digest = hashlib.sha256(("\0".join(probe) + "\0" + source_text).encode()).hexdigest()[:24]
+    source = cache_dir / f"k_{digest}{source_suffix}"
+    output = cache_dir / f"k_{digest}{output_suffix}"
+    command = command_for(source, output)
+    if output.is_file():
+        return CompileResult(True, "", command, output, cached=True)
+    source.write_text(source_text, encoding="utf-8")
+    tmp_output = output.with_suffix(f".{os.getpid()}{tmp_suffix}")
+    start = time.perf_counter()
+    code, log = run_tool(command_for(source, tmp_output), timeout_s, tool, env)
+    seconds = time.perf_counter() - start
+    if code != 0 or not tmp_output.is_file():
+        tmp_output.unlink(missing_ok=True)
+        return CompileResult(False, clean_log(log, source, shown_name), command, None, seconds=seconds)
+    os.replace(tmp_output, output)
+    return CompileResult(True, clean_log(log, source, shown_name), command, output, seconds=seconds)
+
+
 def compile_library(
     source_text: str, cache_dir: Path, options: BuildOptions, kernel_dir: Path | None = None
 ) -> CompileResult:
     """Build ``source_text`` into ``<cache>/<sha>.so`` unless that exact build already exists."""
-    import time
-
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    probe = build_command(Path("kernel.cu"), Path("kernel.so"), options, kernel_dir)
-    digest = hashlib.sha256(("\0".join(probe) + "\0" + source_text).encode()).hexdigest()[:24]
-    source = cache_dir / f"k_{digest}.cu"
-    output = cache_dir / f"k_{digest}.so"
-    command = build_command(source, output, options, kernel_dir)
-    if output.is_file():
-        return CompileResult(True, "", command, output, cached=True)
-    source.write_text(source_text, encoding="utf-8")
-    tmp_output = output.with_suffix(f".{os.getpid()}.tmp.so")
-    command_tmp = build_command(source, tmp_output, options, kernel_dir)
-    start = time.perf_counter()
-    code, log = _run(command_tmp, options.timeout_s)
-    seconds = time.perf_counter() - start
-    if code != 0 or not tmp_output.is_file():
-        tmp_output.unlink(missing_ok=True)
-        return CompileResult(False, clean_log(log, source), command, None, seconds=seconds)
-    os.replace(tmp_output, output)  # atomic: a concurrent reader never sees a half-written library
-    return CompileResult(True, clean_log(log, source), command, output, seconds=seconds)
+    return cached_build(
+        source_text,
+        cache_dir,
+        lambda source, output: build_command(source, output, options, kernel_dir),
+        source_suffix=".cu",
+        output_suffix=".so",
+        probe_output="kernel.so",
+        tmp_suffix=".tmp.so",
+        tool="nvcc",
+        timeout_s=options.timeout_s,
+    )

@@ -10,12 +10,11 @@ import hashlib
 import os
 import shutil
 import subprocess
-import time
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 
-from kernelpilot.dsl_plugins.cuda.source_build import CompileResult, clean_log
+from kernelpilot.dsl_plugins.cuda.source_build import CompileResult, cached_build, clean_log
 from kernelpilot.errors import ToolMissingError
 
 # AOT device names (ocloc ``-device``) for the Xe GPUs kernelpilot models; sycl-tla builds with these
@@ -134,31 +133,16 @@ def check_syntax(source_text: str, workdir: Path, options: SyclBuildOptions) -> 
 def compile_program(
     source_text: str, cache_dir: Path, options: SyclBuildOptions, kernel_dir: Path | None = None
 ) -> CompileResult:
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    probe = build_command(Path("kernel.cpp"), Path("prog"), options, kernel_dir)
-    digest = hashlib.sha256(("\0".join(probe) + "\0" + source_text).encode()).hexdigest()[:24]
-    source = cache_dir / f"k_{digest}.cpp"
-    output = cache_dir / f"k_{digest}.bin"
-    command = build_command(source, output, options, kernel_dir)
-    if output.is_file():
-        return CompileResult(True, "", command, output, cached=True)
-    source.write_text(source_text, encoding="utf-8")
-    tmp = output.with_suffix(f".{os.getpid()}.tmp")
-    start = time.perf_counter()
-    try:
-        proc = subprocess.run(
-            build_command(source, tmp, options, kernel_dir),
-            capture_output=True,
-            text=True,
-            timeout=options.timeout_s,
-            env={**os.environ, **build_env(options)},
-        )
-        code, log = proc.returncode, proc.stderr + proc.stdout
-    except subprocess.TimeoutExpired:
-        code, log = 124, f"icpx did not finish within {options.timeout_s:.0f} s"
-    seconds = time.perf_counter() - start
-    if code != 0 or not tmp.is_file():
-        tmp.unlink(missing_ok=True)
-        return CompileResult(False, clean_log(log, source, "kernel.cpp"), command, None, seconds=seconds)
-    os.replace(tmp, output)
-    return CompileResult(True, clean_log(log, source, "kernel.cpp"), command, output, seconds=seconds)
+    """Build the runner + ``source_text`` into ``<cache>/<sha>.bin`` unless that exact build exists."""
+    return cached_build(
+        source_text,
+        cache_dir,
+        lambda source, output: build_command(source, output, options, kernel_dir),
+        source_suffix=".cpp",
+        output_suffix=".bin",
+        probe_output="prog",
+        tmp_suffix=".tmp",
+        tool="icpx",
+        timeout_s=options.timeout_s,
+        env={**os.environ, **build_env(options)},
+    )
