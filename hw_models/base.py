@@ -131,6 +131,22 @@ class TargetModel:
         raise NotImplementedError
 
     # -- shared ------------------------------------------------------------------------------------
+    def as_config(self, config: TileConfig | dict[str, Any]) -> TileConfig:
+        """``config`` itself, or parsed when it is a plain dict (JSON / YAML callers pass dicts)."""
+        return self.parse_config(config) if isinstance(config, dict) else config
+
+    def valid_neighbours(self, origin: TileConfig, candidates: Iterable[TileConfig]) -> list[TileConfig]:
+        """The candidates that pass :meth:`check`, in order, each once, ``origin`` left out."""
+        out: list[TileConfig] = []
+        seen: set[TileConfig] = {origin}
+        for cand in candidates:
+            if cand in seen:
+                continue
+            seen.add(cand)
+            if self.check(cand).valid:
+                out.append(cand)
+        return out
+
     def default_config(self, kernel: str, dtype: Any, problem: dict[str, Any] | None = None) -> TileConfig:
         """The library default, or an :class:`InputError` when the kernel does not take ``dtype`` at all.
 

@@ -358,7 +358,7 @@ class Sm90Model(TargetModel):
 
     # -- rules ---------------------------------------------------------------------------------------
     def check(self, config: TileConfig, problem: dict[str, Any] | None = None) -> CheckResult:
-        cfg = self.parse_config(config) if isinstance(config, dict) else config
+        cfg = self.as_config(config)
         if isinstance(cfg, Sm90FmhaConfig):
             return check_fmha(cfg, problem)
         if not isinstance(cfg, Sm90GemmConfig):
@@ -612,7 +612,7 @@ class Sm90Model(TargetModel):
         )
 
     def neighbours(self, config: TileConfig) -> list[Any]:
-        cfg = self.parse_config(config) if isinstance(config, dict) else config
+        cfg = self.as_config(config)
         if isinstance(cfg, Sm90FmhaConfig):
             return neighbours_fmha(cfg)
         assert isinstance(cfg, Sm90GemmConfig)
@@ -634,21 +634,15 @@ class Sm90Model(TargetModel):
             if epi != cfg.epilogue:
                 cands.append({"epilogue": epi})
         cands.append({"tile_scheduler": "streamk" if cfg.tile_scheduler == "persistent" else "persistent"})
-        out: list[Sm90GemmConfig] = []
-        seen = {cfg}
+        copies: list[Sm90GemmConfig] = []
         for change in cands:
             if any(isinstance(v, tuple) and min(v) < 1 for v in change.values()):
                 continue
             try:
-                new = cfg.model_copy(update=change)
+                copies.append(cfg.model_copy(update=change))
             except Exception:  # noqa: BLE001
                 continue
-            if new in seen:
-                continue
-            seen.add(new)
-            if self.check(new).valid:
-                out.append(new)
-        return out
+        return self.valid_neighbours(cfg, copies)
 
     # -- cost model ----------------------------------------------------------------------------------
     def estimate_time_s(
@@ -656,7 +650,7 @@ class Sm90Model(TargetModel):
     ) -> float:
         from kernelpilot.hw_models.cost import sm90_time_s
 
-        cfg = self.parse_config(config) if isinstance(config, dict) else config
+        cfg = self.as_config(config)
         if isinstance(cfg, Sm90FmhaConfig):
             return fmha_time_s(cfg, problem, self.device(device))
         return sm90_time_s(cfg, problem, self.device(device))

@@ -301,7 +301,7 @@ class XeModel(TargetModel):
 
     # -- checking ------------------------------------------------------------------------------------
     def check(self, config: TileConfig, problem: dict[str, Any] | None = None) -> CheckResult:
-        cfg = self.parse_config(config) if isinstance(config, dict) else config
+        cfg = self.as_config(config)
         out = Collector()
         if isinstance(cfg, XeGemmConfig):
             self._check_gemm(cfg, out)
@@ -927,7 +927,7 @@ class XeModel(TargetModel):
         )
 
     def neighbours(self, config: TileConfig) -> list[TileConfig]:
-        cfg = self.parse_config(config) if isinstance(config, dict) else config
+        cfg = self.as_config(config)
         cands: list[TileConfig] = []
         if isinstance(cfg, XeGemmConfig):
             wm, wn, wk = cfg.wg
@@ -987,15 +987,7 @@ class XeModel(TargetModel):
             for nv in (cfg.pv[1] * 2, cfg.pv[1] // 2):
                 if nv >= 16:
                     cands.append(cfg.model_copy(update={"pv": (cfg.pv[0], nv, cfg.pv[2])}))
-        out: list[TileConfig] = []
-        seen: set[TileConfig] = {cfg}
-        for cand in cands:
-            if cand in seen:
-                continue
-            seen.add(cand)
-            if self.check(cand).valid:
-                out.append(cand)
-        return out
+        return self.valid_neighbours(cfg, cands)
 
     # -- cost ----------------------------------------------------------------------------------------
     def estimate_time_s(
@@ -1003,7 +995,7 @@ class XeModel(TargetModel):
     ) -> float:
         from kernelpilot.hw_models.cost import xe_fa_time_s, xe_gemm_time_s
 
-        cfg = self.parse_config(config) if isinstance(config, dict) else config
+        cfg = self.as_config(config)
         dev = self.device(device)
         if isinstance(cfg, XeGemmConfig):
             return xe_gemm_time_s(cfg, problem, dev)
