@@ -40,6 +40,9 @@ CONFIGS = {
     "c128x96x32_coop": {"tile": [128, 96, 32], "cluster": [1, 1], "schedule": "cooperative"},
     "c64x32x32_pp": {"tile": [64, 32, 32], "cluster": [1, 1], "schedule": "pingpong"},
 }
+# nvcc's -O sets the HOST optimisation level only; device code is optimised by ptxas at its default -O3
+# either way, so registers and spills are those of the production build (dsl_plugins/cuda/gemm.py
+# NVCC_FLAGS).  hw_models_sm90_rejected_compile.py builds with this same command.
 NVCC = [
     "nvcc",
     "-std=c++17",

@@ -23,6 +23,7 @@ import datetime as dt
 import json
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -33,22 +34,12 @@ from kernelpilot.hw_models.sm90 import Sm90Model, auto_stages, smem_bytes
 from kernelpilot.toolchain import tool_version
 
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.resolve()))
+# the nvcc command of the accepted-config check: both records are built with the same flags
+from hw_models_sm90_compile_check import CUTLASS, command  # noqa: E402
+
 VALIDATION = HERE / "sm90_model_validation_configs.yaml"
 DEST = HERE / "results" / "hw_models_sm90_rejected_compile.json"
-CUTLASS = Path("/work/deps/nvidia-cutlass/cutlass_library/source")
-# Same flags as hw_models_sm90_compile_check.py.  nvcc's -O sets the HOST optimisation level only;
-# device code is optimised by ptxas at its default -O3 either way, so registers and spills are those
-# of the production build (dsl_plugins/cuda/gemm.py NVCC_FLAGS).
-NVCC = [
-    "nvcc",
-    "-std=c++17",
-    "-O1",
-    "-DNDEBUG",
-    "-gencode",
-    "arch=compute_90a,code=sm_90a",
-    "--expt-relaxed-constexpr",
-    "-Xptxas=-v",
-]
 KERNEL_PREFIX = "_ZN7cutlass13device_kernel"
 #: rules whose violation CUTLASS (or the project template) refuses at compile time
 COMPILE_ERROR_RULES = {
@@ -85,19 +76,6 @@ def expected_class(rules: list[str], schedule: str) -> str:
         # pingpong/ws + cooperative epilogue: compiles, wrong results at run time (E3)
         return "compile_error" if schedule == "cooperative" else "compiles_cleanly"
     return "unknown"
-
-
-def command(name: str) -> list[str]:
-    return [
-        "flock",
-        "/tmp/kp-nvcc.lock",
-        *NVCC,
-        f"-I{CUTLASS}/include",
-        f"-I{CUTLASS}/tools/util/include",
-        "-o",
-        f"{name}.bin",
-        f"{name}.cu",
-    ]
 
 
 def parse_ptxas(text: str) -> dict:
