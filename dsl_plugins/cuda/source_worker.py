@@ -13,7 +13,6 @@ it is compiled with nvcc into a shared library and called through the C ABI of
 from __future__ import annotations
 
 import math
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -245,13 +244,7 @@ def run_side_by_side(job: dict[str, Any]) -> dict[str, Any]:
                 samples[i].append(t["median_ms"])
     for entry, s in zip(entries, samples, strict=True):
         if s:
-            entry["timing"] = {
-                "median_ms": statistics.median(s),
-                "min_ms": min(s),
-                "max_ms": max(s),
-                "repetitions": len(s),
-                "interpreter": False,
-            }
+            entry["timing"] = common.timing_summary(s)
             entry["extra"]["round_medians_ms"] = s
     device_name = torch.cuda.get_device_name() if torch is not None else job["device"]
     return {"entries": entries, "device_name": device_name}

@@ -9,7 +9,6 @@ times of whole ``kp_forward`` calls followed by ``queue::wait`` (median over ``r
 
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -119,13 +118,7 @@ def evaluate_program(
     }
     samples = [float(x) for x in result.get("samples_ms", [])]
     if cmp["ok"] and samples and job.get("time_it", True):
-        data["timing"] = {
-            "median_ms": statistics.median(samples),
-            "min_ms": min(samples),
-            "max_ms": max(samples),
-            "repetitions": len(samples),
-            "interpreter": False,
-        }
+        data["timing"] = common.timing_summary(samples)
         seconds = data["timing"]["median_ms"] * 1e-3
         moved = job["variant"].get("bytes") or sum(e.nbytes for e in entries)
         if seconds > 0:
@@ -177,13 +170,7 @@ def run_side_by_side(job: dict[str, Any]) -> dict[str, Any]:
                     samples[i].append(timed["timing"]["median_ms"])
     for entry, s in zip(entries, samples, strict=True):
         if s:
-            entry["timing"] = {
-                "median_ms": statistics.median(s),
-                "min_ms": min(s),
-                "max_ms": max(s),
-                "repetitions": len(s),
-                "interpreter": False,
-            }
+            entry["timing"] = common.timing_summary(s)
             entry.setdefault("extra", {})["round_medians_ms"] = s
     return {
         "entries": entries,

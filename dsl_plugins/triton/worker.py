@@ -237,6 +237,12 @@ def time_forward(torch: Any, fn: Any, device: str, warmup_ms: int, rep_ms: int) 
             raw = triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, quantiles=[0.5, 0.0, 1.0])
             samples = [float(x) for x in raw]
         interpreter = False
+    return timing_summary(samples, interpreter)
+
+
+def timing_summary(samples: list[float], interpreter: bool = False) -> dict[str, Any]:
+    """The ``timing`` record of a verdict (ProgramResult schema) from per-run or per-round times;
+    every DSL's worker writes it through here so the field names cannot drift apart."""
     return {
         "median_ms": statistics.median(samples),
         "min_ms": min(samples),
@@ -456,13 +462,7 @@ def run_side_by_side(job: dict[str, Any]) -> dict[str, Any]:
                 entries[i]["interpreter"] = t["interpreter"]
     for i, entry in enumerate(entries):
         if samples[i]:
-            entry["timing"] = {
-                "median_ms": statistics.median(samples[i]),
-                "min_ms": min(samples[i]),
-                "max_ms": max(samples[i]),
-                "repetitions": len(samples[i]),
-                "interpreter": entry.pop("interpreter", False),
-            }
+            entry["timing"] = timing_summary(samples[i], entry.pop("interpreter", False))
             entry["extra"]["round_medians_ms"] = samples[i]
         if modules[i] is not None:
             entry["extra"]["autotune_choice"] = autotuned_choices(modules[i])
