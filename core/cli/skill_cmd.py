@@ -462,15 +462,10 @@ def _trial_add(args: argparse.Namespace, store: Any) -> int:
 
 
 def _record(store: Any, node_id: str, ev: Any, seed: int) -> Any:
+    from kernelpilot.pipeline.contracts import timing_columns
+
     return store.record_result(
-        node_id,
-        verdict=ev.verdict,
-        message=ev.message,
-        seed=seed,
-        median_ms=ev.timing.median_ms if ev.timing else None,
-        min_ms=ev.timing.min_ms if ev.timing else None,
-        max_ms=ev.timing.max_ms if ev.timing else None,
-        interpreter=bool(ev.timing and ev.timing.interpreter),
+        node_id, verdict=ev.verdict, message=ev.message, seed=seed, **timing_columns(ev.timing)
     )
 
 

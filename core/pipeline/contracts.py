@@ -38,6 +38,16 @@ class Timing:
     interpreter: bool = False
 
 
+def timing_columns(timing: Timing | None) -> dict[str, Any]:
+    """The trial store's timing arguments (``record_result``) for ``timing``; None when not timed."""
+    return {
+        "median_ms": timing.median_ms if timing else None,
+        "min_ms": timing.min_ms if timing else None,
+        "max_ms": timing.max_ms if timing else None,
+        "interpreter": bool(timing and timing.interpreter),
+    }
+
+
 @dataclass
 class Evaluation:
     """What the executor says about one kernel source: correctness against the oracle and its time."""

@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.errors import InputError, KernelpilotError, ToolMissingError
-from kernelpilot.pipeline.contracts import STAGE_ORDER, Evaluation, Issue, StageContext, Timing
+from kernelpilot.pipeline.contracts import (
+    STAGE_ORDER,
+    Evaluation,
+    Issue,
+    StageContext,
+    Timing,
+    timing_columns,
+)
 from kernelpilot.pipeline.noise import estimate_noise, is_faster, not_slower
 from kernelpilot.pipeline.planner import PlannedStage, make_plan
 from kernelpilot.pipeline.record import RunRecord, StageReport
@@ -269,10 +276,7 @@ class Pipeline:
                 verdict=verdict,
                 message=message,
                 seed=self.opt.seed,
-                median_ms=timing.median_ms if timing else None,
-                min_ms=timing.min_ms if timing else None,
-                max_ms=timing.max_ms if timing else None,
-                interpreter=bool(timing and timing.interpreter),
+                **timing_columns(timing),
                 extra={"repeat_medians": medians, **_extra_of(first)},
             )
             ev = Evaluation(verdict=verdict, message=message, timing=timing, extra=first.extra)  # type: ignore[arg-type]
@@ -416,10 +420,7 @@ class Pipeline:
             verdict=ev.verdict,
             message=ev.message,
             seed=self.opt.seed + node.seq,
-            median_ms=ev.timing.median_ms if ev.timing else None,
-            min_ms=ev.timing.min_ms if ev.timing else None,
-            max_ms=ev.timing.max_ms if ev.timing else None,
-            interpreter=bool(ev.timing and ev.timing.interpreter),
+            **timing_columns(ev.timing),
             extra=_extra_of(ev),
         )
         return node, ev
@@ -600,10 +601,7 @@ class Pipeline:
                 verdict=ev.verdict,
                 message=ev.message,
                 seed=seed,
-                median_ms=ev.timing.median_ms if ev.timing else None,
-                min_ms=ev.timing.min_ms if ev.timing else None,
-                max_ms=ev.timing.max_ms if ev.timing else None,
-                interpreter=bool(ev.timing and ev.timing.interpreter),
+                **timing_columns(ev.timing),
                 extra=_extra_of(ev),
             )
             entry: dict[str, Any] = {
