@@ -92,6 +92,16 @@ def parse_result_line(stdout: str) -> ProgramResult:
     raise ValueError("benchmark program printed no JSON result line")
 
 
+def config_dict(config: Any) -> dict[str, Any]:
+    """A target-model config object (``.as_dict()``) or a plain dict, as a new dict: kernels' ``render``
+    takes either (the tuner passes objects, specs and tests pass dicts)."""
+    if hasattr(config, "as_dict"):
+        return dict(config.as_dict())
+    if isinstance(config, dict):
+        return dict(config)
+    raise TypeError(f"unsupported config type {type(config).__name__}")
+
+
 @dataclass(frozen=True)
 class RenderedProgram:
     """Sources for one config: file name -> text, plus the CMake target they build."""

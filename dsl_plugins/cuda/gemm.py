@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.errors import InputError, ToolMissingError
-from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram
+from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram, config_dict
 
 TEMPLATE_VERSION = "gemm_sm90-1"
 NVCC_FLAGS = (
@@ -58,15 +58,6 @@ EXPLICIT_EPILOGUES = {
     "tma_ws": "cutlass::epilogue::TmaWarpSpecialized",
 }
 SM_COUNT_H200 = 132
-
-
-def config_dict(config: Any) -> dict[str, Any]:
-    """A target-model config object (``.as_dict()``) or a plain dict, as a dict."""
-    if hasattr(config, "as_dict"):
-        return dict(config.as_dict())
-    if isinstance(config, dict):
-        return dict(config)
-    raise TypeError(f"unsupported config type {type(config).__name__}")
 
 
 def _norm_dtype(dtype: Any) -> str:

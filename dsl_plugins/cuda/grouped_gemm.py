@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.errors import InputError, ToolMissingError
-from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram
+from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram, config_dict
 
 TEMPLATE_VERSION = "1"
 DTYPES = {"bf16": "cutlass::bfloat16_t", "f16": "cutlass::half_t"}
@@ -96,15 +96,6 @@ def normalize_dtype(dtype: Any, where: str) -> str:
     if name is None:
         raise InputError(f"dtype {dtype!r} not supported; allowed: bf16, f16", field=f"{where}.dtype")
     return name
-
-
-def config_dict(config: Any) -> dict[str, Any]:
-    """Accept a target-model config object (``.as_dict()``) or a plain mapping."""
-    if hasattr(config, "as_dict"):
-        return dict(config.as_dict())
-    if isinstance(config, dict):
-        return dict(config)
-    raise TypeError(f"expected an sm90 config object or dict, got {type(config).__name__}")
 
 
 def normalize_gemm_config(config: Any) -> dict[str, Any]:

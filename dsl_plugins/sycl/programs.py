@@ -18,6 +18,7 @@ from typing import Any
 
 from kernelpilot.dsl_plugins.sycl import dtypes
 from kernelpilot.hw_models.dtypes import parse_dtype
+from kernelpilot.tile_tuner.kernel_api import config_dict
 
 COMMON_HEADER = "kp_sycl_common.hpp"
 TEMPLATES = {
@@ -31,15 +32,6 @@ SCHEDULES = ("default", "persistent", "streamk", "splitk")
 LAYOUT_CPP = {"row": "cutlass::layout::RowMajor", "col": "cutlass::layout::ColumnMajor"}
 #: builder stage counts (xe_mma_builder.inl:107-110): 2 for the grouped (ptr-array) schedule, else 3.
 BUILDER_STAGES = {"gemm": 3, "grouped_gemm": 2, "moe_gemm": 3}
-
-
-def config_dict(config: Any) -> dict[str, Any]:
-    """A target-model config object (``.as_dict()``) or a plain dict, as a dict."""
-    if hasattr(config, "as_dict"):
-        return dict(config.as_dict())
-    if isinstance(config, dict):
-        return dict(config)
-    raise TypeError(f"unsupported config type {type(config).__name__}")
 
 
 @cache
