@@ -22,10 +22,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plugins": ("kernelpilot.cli.plugins_cmd", "list discovered plugins, their hooks and availability"),
     "doctor": ("kernelpilot.cli.doctor_cmd", "check GPUs, compilers, headers and LLM configuration"),
     "new-dsl": ("kernelpilot.cli.new_dsl_cmd", "scaffold a pip-installable DSL plugin package"),
-    "check-tiles": ("kernelpilot.cli.check_tiles_cmd", "check tile configs against a target's hardware model"),
+    "check-tiles": (
+        "kernelpilot.cli.check_tiles_cmd",
+        "check tile configs against a target's hardware model",
+    ),
     "space": ("kernelpilot.cli.space_cmd", "legal tile-space size and the cost model's best configs"),
-    "tune": ("kernelpilot.cli.tune_cmd", "tile-tune CUTLASS kernels: propose, check, build, benchmark, report"),
-    "report": ("kernelpilot.cli.report_cmd", "re-render tables, CSV and plots of a tuning run from its RUN.json"),
+    "tune": (
+        "kernelpilot.cli.tune_cmd",
+        "tile-tune CUTLASS kernels: propose, check, build, benchmark, report",
+    ),
+    "report": (
+        "kernelpilot.cli.report_cmd",
+        "re-render tables, CSV and plots of a tuning run from its RUN.json",
+    ),
     "optimize": (
         "kernelpilot.cli.optimize_cmd",
         "optimize a kernel: verified multi-stage pipeline (rules/llm/claude)",
