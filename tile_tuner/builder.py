@@ -19,7 +19,6 @@ import hashlib
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import time
 from contextlib import contextmanager
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.errors import ToolMissingError
+from kernelpilot.proc import communicate_or_kill
 from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram
 
 LAUNCHER = """#!/bin/sh
@@ -273,7 +273,6 @@ def build_batch(
         f"-D{compiler_var}={shutil.which(recipe.compiler) or recipe.compiler}", "-DCMAKE_BUILD_TYPE=",
     ]  # fmt: skip
     t0 = time.time()
-    stopped = False
     with _optional_lock(os.environ.get("KERNELPILOT_BUILD_LOCK")):
         cfg = subprocess.run(configure, capture_output=True, text=True, env=env)
         (project / "logs" / "cmake-configure.log").write_text(cfg.stdout + cfg.stderr)
@@ -302,15 +301,11 @@ def build_batch(
             env=env,
             start_new_session=True,  # so a deadline can stop ninja and every compiler it started
         )
-        try:
-            ninja_out, _ = proc.communicate(
-                timeout=None if deadline is None else max(1.0, deadline - time.time())
-            )
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            ninja_out, _ = proc.communicate()
+        ninja_out, _, stopped = communicate_or_kill(
+            proc, None if deadline is None else max(1.0, deadline - time.time())
+        )
+        if stopped:
             ninja_out += "\nkernelpilot: build stopped at the run's time budget\n"
-            stopped = True
     (project / "logs" / "ninja.log").write_text(ninja_out)
     wall = time.time() - t0
     for item in todo:

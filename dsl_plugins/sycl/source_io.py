@@ -15,16 +15,15 @@ Command line of a runner: ``PROGRAM --input_dir in --output_dir out --warmup N -
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kernelpilot.dsl_plugins.cuda.source_abi import DTYPE_CODES
+from kernelpilot.proc import communicate_or_kill
 
 ROLES = ("input", "param", "output")
 CODE_DTYPES = {code: name for name, code in DTYPE_CODES.items()}
@@ -141,11 +140,7 @@ def run_program(command: list[str], timeout_s: float, env: dict[str, str] | None
         env=env or dict(os.environ),
         start_new_session=True,
     )
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+    out, err, timed_out = communicate_or_kill(proc, timeout_s)
+    if timed_out:
         return RunOutcome(124, f"no result within {timeout_s:.0f} s (killed)", timed_out=True)
-    return RunOutcome(proc.returncode, ((err or "") + (out or "")).strip()[-3000:])
+    return RunOutcome(proc.returncode, (err + out).strip()[-3000:])

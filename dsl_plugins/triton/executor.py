@@ -12,10 +12,8 @@ timings are marked ``interpreter``.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +22,7 @@ from typing import Any
 
 from kernelpilot.errors import InputError
 from kernelpilot.pipeline.contracts import Evaluation, Timing
+from kernelpilot.proc import communicate_or_kill
 from kernelpilot.spec import KernelSpec, ResolvedVariant, load_spec
 
 DEVICES = ("cuda", "xpu", "cpu")
@@ -250,12 +249,8 @@ class TritonExecutor:
             start_new_session=True,  # own process group: a timeout kills children too
         )
         timeout = self._per_source_timeout_s() * (len(sources) if fields.get("mode") == "side_by_side" else 1)
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
+        out, err, timed_out = communicate_or_kill(proc, timeout)
+        if timed_out:
             return {"verdict": "timeout", "message": f"no result within {timeout:.0f} s (killed)"}
         if not result_path.is_file():
             tail = (err or out or "").strip()[-2000:]
