@@ -6,9 +6,16 @@ then re-checks the original and the pipeline's output on new random inputs and t
 (A B A B ...) in one worker process (``CudaSourceExecutor.evaluate_side_by_side``).  The stages that run
 are the ones the analysis plans: ``memory_access`` (``__restrict__`` rewrite) and ``autotuning`` (the
 spec's ``tunables:`` search); each candidate is compiled with nvcc and checked against the PyTorch
-reference before its time counts.
+reference before its time counts.  ``cuda_inline_softmax`` is the ``load_inline`` form (a Python Model
+with the CUDA in a string; every candidate is a torch extension build).
 
-Usage (H200; about 3-5 minutes per example)::
+Time per example (target: well under 5 minutes on an H200): the autotuning batch is compiled in
+parallel worker processes before the one-by-one checks (``CudaSourceExecutor.prebuild``), and
+``--max-configs`` caps the candidates per autotuning attempt (a copy of the spec with
+``tunables.max_configs`` lowered; the verification of each candidate is unchanged).
+``benchmarks/cuda_source_device.sh`` is the one-line device run.
+
+Usage (H200)::
 
     python benchmarks/cuda_source_h200.py --out benchmarks/results/cuda_source_h200.json
     python benchmarks/cuda_source_h200.py --examples cuda_row_rms --out $OUT/b.json   # one per call
@@ -33,12 +40,33 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-EXAMPLES = ("cuda_gemm_bias_relu", "cuda_row_rms")
+EXAMPLES = ("cuda_gemm_bias_relu", "cuda_row_rms", "cuda_inline_softmax")
+SPEC_OVERRIDES: dict[str, Path] = {}  # example -> spec copy with a lower tunables.max_configs
 
 
 def example_paths(name: str) -> tuple[Path, Path]:
+    """(kernel, spec): ``<name>.cu`` (C ABI) or ``<name>.py`` (load_inline form)."""
     folder = REPO / "examples" / name
-    return folder / f"{name}.cu", folder / f"{name}.yaml"
+    kernel = folder / f"{name}.cu"
+    if not kernel.is_file():
+        kernel = folder / f"{name}.py"
+    return kernel, SPEC_OVERRIDES.get(name, folder / f"{name}.yaml")
+
+
+def cap_configs(name: str, max_configs: int | None, work: Path) -> None:
+    """Write a spec copy whose ``tunables.max_configs`` is at most ``max_configs`` (fewer candidates per
+    autotuning attempt; each is still compiled, checked against the oracle and timed)."""
+    import yaml
+
+    spec_path = REPO / "examples" / name / f"{name}.yaml"
+    data = yaml.safe_load(spec_path.read_text())
+    tunables = data.get("tunables") if isinstance(data, dict) else None
+    if not max_configs or not tunables or int(tunables.get("max_configs", 8)) <= max_configs:
+        return
+    tunables["max_configs"] = max_configs
+    copy = work / f"{name}.yaml"
+    copy.write_text(yaml.safe_dump(data, sort_keys=False))
+    SPEC_OVERRIDES[name] = copy
 
 
 def versions() -> dict[str, Any]:
@@ -78,17 +106,18 @@ def ev_dict(ev: Any) -> dict[str, Any]:
 
 
 def tunable_values(source: str, spec_path: Path, variant: str) -> dict[str, Any]:
+    from kernelpilot.dsl_plugins.cuda.pipeline_stages import cpp_view
     from kernelpilot.dsl_plugins.cuda.source_tunables import current_values, spec_tunables
     from kernelpilot.spec import load_spec
 
     tunables = spec_tunables(load_spec(spec_path), variant)
-    return current_values(source, tunables.names) if tunables else {}
+    return current_values(cpp_view(source), tunables.names) if tunables else {}
 
 
 def run_pipeline(name: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     """``kernelpilot optimize`` in a subprocess (exactly what a user runs); returns its JSON summary."""
     kernel, spec = example_paths(name)
-    out = work / f"{name}_optimized.cu"
+    out = work / f"{name}_optimized{kernel.suffix}"
     record = work / f"{name}_run.json"
     command = [
         sys.executable,
@@ -208,8 +237,18 @@ def dry_run(name: str, args: argparse.Namespace) -> dict[str, Any]:
     first_batch = SourceAutotuneStage().propose(ctx)
     restricted = RestrictPointersStage().propose(ctx)
     builds = []
+    codes = [source, *restricted, *first_batch[: args.dry_builds]]
+    if ex.inline:  # nvcc -c of the CUDA strings with torch's headers (the worker's CPU path)
+        ex = CudaSourceExecutor(device="cpu")
+        ex.prepare(kernel, spec, args.variant)
+        for code in codes:
+            ev = ex.evaluate(code, seed=0, time_it=False)
+            ok = bool(ev.extra.get("compiled"))
+            builds.append({"ok": ok, "seconds": ev.extra.get("compile_s"), "log_tail": ev.message[-300:]})
+        ex.close()
+        codes = []
     with tempfile.TemporaryDirectory(prefix="kp_dry_") as tmp:
-        for code in [source, *restricted, *first_batch[: args.dry_builds]]:
+        for code in codes:
             res = compile_library(code, Path(tmp), BuildOptions(arch="sm_90a"), kernel.parent)
             builds.append({"ok": res.ok, "seconds": round(res.seconds, 1), "log_tail": res.log[-300:]})
     return {
@@ -235,6 +274,12 @@ def main(argv: list[str] | None = None) -> int:
         "--rounds", type=int, default=5, help="interleaved timing rounds of the final comparison"
     )
     parser.add_argument("--pipeline-timeout", type=float, default=1500.0)
+    parser.add_argument(
+        "--max-configs",
+        type=int,
+        default=None,
+        help="cap on autotuning candidates per attempt (spec copy with a lower tunables.max_configs)",
+    )
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/cuda_source_h200.json")
     parser.add_argument(
         "--workdir", type=Path, default=None, help="trial trees, records, outputs (default: temp)"
@@ -284,6 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     results.setdefault("examples", {})
     work = args.workdir or Path(tempfile.mkdtemp(prefix="kp_cuda_source_"))
     work.mkdir(parents=True, exist_ok=True)
+    for name in args.examples:
+        cap_configs(name, args.max_configs, work)
+    if args.max_configs:
+        results["max_configs"] = args.max_configs
     for name in args.examples:
         done = results["examples"].get(name, {})
         if done.get("final") and not args.fresh:

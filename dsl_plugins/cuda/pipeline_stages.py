@@ -13,7 +13,11 @@ Rules engine (no LLM, deterministic):
 
 LLM engine: the core's generic ``LLMStage`` renders this plugin's prompts (``prompts/``), so no class here.
 The analyzer (``stage == "analysis"``) reports what a regex can see in C++ source, with line numbers;
-it never parses the file as Python.
+it never parses the CUDA as Python.
+
+The ``load_inline`` form (a Python file with the CUDA in a string, :mod:`.inline_source`): every stage
+reads and rewrites only the embedded CUDA strings (:func:`cpp_view` / :func:`rewrite_cpp`), the Python
+around them stays unchanged; the analyzer's line numbers are the file's.
 """
 
 from __future__ import annotations
@@ -22,6 +26,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from kernelpilot.dsl_plugins.cuda.inline_source import (
+    cuda_segments,
+    cuda_text,
+    rewrite_cuda,
+    uses_load_inline,
+)
 from kernelpilot.dsl_plugins.cuda.source_tunables import (
     apply_config,
     batches,
@@ -30,6 +40,21 @@ from kernelpilot.dsl_plugins.cuda.source_tunables import (
     spec_tunables,
 )
 from kernelpilot.pipeline.contracts import Issue, StageContext
+
+
+def is_inline(source: str) -> bool:
+    """The load_inline form (Python wrapper with the CUDA in strings), not a plain C++ file."""
+    return uses_load_inline(source) and "kp_forward" not in source
+
+
+def cpp_view(source: str) -> str:
+    """The C++ a stage should read: the file itself, or the embedded CUDA of the inline form."""
+    return cuda_text(source) if is_inline(source) else source
+
+
+def rewrite_cpp(source: str, transform: Any) -> str:
+    """``transform`` applied to the C++ (the embedded CUDA strings of the inline form only)."""
+    return rewrite_cuda(source, transform) if is_inline(source) else transform(source)
 
 
 @dataclass
@@ -45,11 +70,12 @@ class SourceAutotuneStage:
         tunables = spec_tunables(context.spec, context.variant)
         if tunables is None:
             raise ValueError("the spec has no 'tunables:' section, so there is nothing to search")
-        start = current_values(context.current_source, tunables.names)
+        start = current_values(cpp_view(context.current_source), tunables.names)
         missing = [n for n, v in start.items() if v is None]
         if missing:
+            where = "the CUDA source strings" if is_inline(context.current_source) else "the kernel"
             raise ValueError(
-                f"tunable(s) {', '.join(missing)} are not declared in the kernel as '#define NAME <int>' "
+                f"tunable(s) {', '.join(missing)} are not declared in {where} as '#define NAME <int>' "
                 "or 'constexpr int NAME = <int>;'"
             )
         dims = dict(context.spec.resolve(context.variant).dims)
@@ -59,7 +85,11 @@ class SourceAutotuneStage:
         plan = batches(order, tunables.max_configs)
         if context.attempt >= len(plan):
             return []
-        return [apply_config(context.current_source, config) for config in plan[context.attempt]]
+        source = context.current_source
+        return [
+            rewrite_cpp(source, lambda text, c=config: apply_config(text, c))
+            for config in plan[context.attempt]
+        ]
 
 
 _BOUNDS = r"(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?"
@@ -120,8 +150,8 @@ class RestrictPointersStage:
     def propose(self, context: StageContext) -> list[str]:
         if context.attempt > 0:
             return []
-        new, changed = restrict_pointers(context.current_source)
-        return [new] if changed else []
+        new = rewrite_cpp(context.current_source, lambda text: restrict_pointers(text)[0])
+        return [new] if new != context.current_source else []
 
 
 _DOUBLE = re.compile(r"\bdouble\b")
@@ -165,10 +195,11 @@ class DoubleToFloatStage:
     engine: Literal["rules", "llm"] = "rules"
 
     def propose(self, context: StageContext) -> list[str]:
-        if context.attempt > 1 or not _DOUBLE.search(_strip_comments(context.current_source)):
+        if context.attempt > 1 or not _DOUBLE.search(_strip_comments(cpp_view(context.current_source))):
             return []
-        new, changed = double_to_float(context.current_source, literals=context.attempt == 0)
-        return [new] if changed else []
+        literals = context.attempt == 0
+        new = rewrite_cpp(context.current_source, lambda text: double_to_float(text, literals)[0])
+        return [new] if new != context.current_source else []
 
 
 _CHECKS: list[tuple[str, re.Pattern[str], str, str, str]] = [
@@ -213,6 +244,21 @@ class CppSourceAnalyzer:
     )
 
     def analyze(self, source: str) -> list[Issue]:
+        if self.dsl == "cuda" and is_inline(source):
+            try:
+                segments = cuda_segments(source)
+            except SyntaxError:
+                return []
+            issues = []
+            for seg in segments:  # line numbers of the Python file
+                for issue in self._analyze_cpp(seg.text):
+                    if issue.line is not None:
+                        issue.line += seg.line - 1
+                    issues.append(issue)
+            return issues
+        return self._analyze_cpp(source)
+
+    def _analyze_cpp(self, source: str) -> list[Issue]:
         code = _strip_comments(source)
         issues: list[Issue] = []
         for category, pattern, message, severity, suggestion in _CHECKS:

@@ -61,10 +61,12 @@ class BuildOptions:
     extra_flags: list[str] = field(default_factory=list)
     include_dirs: list[Path] = field(default_factory=list)
     timeout_s: float = 300.0
+    std: str = "c++17"
+    front_flags: list[str] = field(default_factory=list)  # front end and build (e.g. torch's nvcc flags)
 
 
 def _common(options: BuildOptions, kernel_dir: Path | None) -> list[str]:
-    flags = ["-std=c++17", *arch_flags(options.arch), "-I", str(include_dir())]
+    flags = [f"-std={options.std}", *arch_flags(options.arch), *options.front_flags, "-I", str(include_dir())]
     if kernel_dir is not None:
         flags += ["-I", str(kernel_dir)]
     for folder in options.include_dirs:

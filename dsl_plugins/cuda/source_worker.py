@@ -175,6 +175,10 @@ def not_runnable(job: dict[str, Any], build: dict[str, Any]) -> dict[str, Any] |
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     arch = choose_arch(job)
     build = compile_candidate(job, job["candidate_paths"][0], arch)
+    if job.get("mode") == "build_only":  # the executor's parallel prebuild: compile, nothing runs
+        if not build["ok"]:
+            return {"verdict": "compile_error", "message": build["log"]}
+        return {"verdict": "built", "message": "", "extra": {"compile_s": build["seconds"]}}
     early = not_runnable(job, build)
     if early is not None:
         return early

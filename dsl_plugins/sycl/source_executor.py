@@ -22,6 +22,7 @@ class SyclSourceExecutor(CudaSourceExecutor):
     worker_module = "kernelpilot.dsl_plugins.sycl.source_worker"
     suffix = ".cpp"
     suffixes: tuple[str, ...] = SYCL_SUFFIXES
+    inline_suffixes: tuple[str, ...] = ()  # no load_inline form for SYCL
     allowed_devices: tuple[str, ...] = ("xpu", "cpu")  # cpu: a SYCL CPU device if the runtime has one
     dsl_name = "sycl"
 

@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,7 @@ class TritonExecutor:
         self.oracle_kind = ""
         self._workdir = Path(tempfile.mkdtemp(prefix="kp_job_"))
         self._counter = 0
+        self._counter_lock = threading.Lock()  # prebuild runs workers from several threads
 
     # -- tolerances: the pipeline hands us settings with CLI > spec > env > defaults applied --------
     @property
@@ -156,10 +158,16 @@ class TritonExecutor:
             self.oracle_kind = f"original kernel {self.kernel_path.name}"
 
     def claims(self, path: Path, source: str) -> bool:
-        """DSL detection: Gluon files import ``triton.experimental.gluon``; Triton files do not."""
+        """DSL detection: Gluon files import ``triton.experimental.gluon``; Triton files do not.  A file
+        that builds its kernel with ``load_inline(cuda_sources=...)`` and defines no ``@triton.jit``
+        kernel is the CUDA plugin's (it may still ``import triton``, e.g. for ``triton.testing``)."""
+        from kernelpilot.dsl_plugins.cuda.inline_source import uses_load_inline
+
         is_gluon = "triton.experimental.gluon" in source or "@gluon.jit" in source
         if self.dsl == "gluon":
             return is_gluon
+        if uses_load_inline(source) and "@triton.jit" not in source:
+            return False
         return not is_gluon and ("@triton.jit" in source or "import triton" in source)
 
     def timing_noise(self) -> float | None:
@@ -205,8 +213,9 @@ class TritonExecutor:
     def _run_worker(self, fields: dict[str, Any], sources: list[str]) -> dict[str, Any]:
         """Write the job, start the worker in its own process group, enforce the timeout."""
         assert self.variant is not None and self.kernel_path is not None and self.oracle_path is not None
-        self._counter += 1
-        job_dir = self._workdir / f"kp_job_{self._counter:04d}"
+        with self._counter_lock:
+            self._counter += 1
+            job_dir = self._workdir / f"kp_job_{self._counter:04d}"
         job_dir.mkdir()
         paths = []
         for i, source in enumerate(sources):

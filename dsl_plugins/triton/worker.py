@@ -317,7 +317,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         copy_parameters(torch, oracle, model)
     except BaseException as exc:  # noqa: BLE001
         return {
-            "verdict": _classify(exc) if isinstance(exc, SyntaxError) else "runtime_error",
+            "verdict": _classify(exc),  # SyntaxError, or a CompilationError of an extension build
             "message": "import/construct: " + _error_text(exc),
             "extra": {},
         }
