@@ -13,6 +13,8 @@ echo "setup took $(( $(date +%s) - T0 )) s"
 PYTHONUNBUFFERED=1 python3 benchmarks/scaleout_bench.py h200 --out "$OUT" --work "$OUT/runs" --jobs 16 \
   --deadline-s $(( ${BUDGET_S:-570} - ($(date +%s) - T0) )) "$@" 2>&1 | tee "$OUT/driver.log"
 rc=$?
-rm -rf "$OUT"/runs/cache "$OUT"/runs/*/build  # build trees and binaries stay on the device
+rm -rf "$OUT"/runs/cache* "$OUT"/runs/*/build  # build trees and binaries stay on the device
+# the device tool returns at most 8 files: the per-run JSONs and stores travel as one archive
+tar -czf "$OUT/runs.tgz" -C "$OUT" runs && rm -rf "$OUT/runs"
 echo "total $(( $(date +%s) - T0 )) s"
 exit $rc
