@@ -42,9 +42,53 @@ SHAPES = [
 # Ground-truth space: the sm90 model's legal bf16 space restricted to TK=64 (the 128-byte swizzle),
 # clusters with at most 2 CTAs and the persistent schedules (see docs/tile_tuner.md for why).
 GT_SPACE = {"tile_k": [64], "cluster": [[1, 1], [2, 1], [1, 2]], "schedule": ["cooperative", "pingpong"]}
+# The skinny tile N values the sm90 model enumerates for M <= 64 (hw_models/sm90.py enum_tile_n); the
+# ``skinny`` phase extends the ground truth of the two M <= 64 shapes with them.
+SKINNY_SHAPES = ("m64_n28672_k4096", "m16_n4096_k14336")
+SKINNY_TILE_N = [16, 32]
+# ``final``: per shape, the space filter that selects the best configs of the recorded ground truth
+# (benchmarks/results/gemm_h200_results.json); m16 takes the ``skinny`` phase's winner when it ran.
+FINAL_CONFIGS = Path(__file__).with_name("gemm_h200_final_configs.json")
 
 
-def cublas(out: Path, graphs: bool = True, clock_warmup_s: float = 1.0) -> dict:
+def exact_filter(config: dict) -> dict:
+    """A space filter that admits exactly ``config`` (every field pinned)."""
+    return {
+        "tile": [config["tile"]],
+        "cluster": [config["cluster"]],
+        "schedule": [config["schedule"]],
+        "epilogue": [config["epilogue"]],
+        "tile_scheduler": [config["tile_scheduler"]],
+    }
+
+
+def tune_batch(work: Path, out: Path, phase: str, shapes, space_of, cache: Path, args, log: Path):
+    """One exhaustive ``kernelpilot tune`` batch over ``shapes`` with a per-workload space filter;
+    the store, run JSON and per-phase name go to ``out``."""
+    import yaml
+
+    batch = {
+        "target": "sm90",
+        "defaults": {"kernel": "gemm", "dtype": "bf16", "layout": "rr", "proposer": "exhaustive", "budget_configs": 1000},
+        "workloads": [
+            {"name": name, "dims": {"M": m, "N": n, "K": k}, "space": space_of(name)} for name, m, n, k in shapes
+        ],
+    }  # fmt: skip
+    bf = work / f"{phase}.yaml"
+    bf.write_text(yaml.safe_dump(batch, sort_keys=False))
+    shutil.copy(bf, out / f"{phase}.yaml")
+    targs = [
+        "tune", str(bf), "--jobs", str(args.jobs), "--batch-size", str(args.gt_batch), "--cache-dir", str(cache),
+        "--store", str(out / f"{phase}.sqlite"), "--out", str(work / phase), "--no-plots", "--json",
+        "--target-ms", str(args.target_ms),
+    ]  # fmt: skip
+    rc, wall = kp(targs, log)
+    if (work / phase / "run.json").exists():
+        shutil.copy(work / phase / "run.json", out / f"run_{phase}.json")
+    return rc, wall, "kernelpilot " + " ".join(targs)
+
+
+def cublas(out: Path, graphs: bool = True, clock_warmup_s: float = 1.0, name: str = "cublas.json") -> dict:
     """torch.matmul timings.  With ``graphs`` the timed launches are captured in a CUDA graph and the
     graph is replayed, so PyTorch's per-call host dispatch (~10-20 us) is not counted: without it,
     microsecond-scale shapes (1024^3, M=16) measure the host, not cuBLAS (the recorded run of commit
@@ -128,7 +172,7 @@ def cublas(out: Path, graphs: bool = True, clock_warmup_s: float = 1.0) -> dict:
         )
         del a, b, c, ref, graph
         torch.cuda.empty_cache()
-    (out / "cublas.json").write_text(json.dumps(res, indent=1))
+    (out / name).write_text(json.dumps(res, indent=1))
     return res
 
 
@@ -149,7 +193,7 @@ def main() -> int:
     ap.add_argument("--work", default="/tmp/kpwork")
     ap.add_argument("--jobs", type=int, default=15)
     ap.add_argument("--gt-batch", type=int, default=17, help="configs per ground-truth round (34 = 2 rounds)")
-    ap.add_argument("--phases", default="cublas,cold,warm,gt")
+    ap.add_argument("--phases", default="cublas,cold,warm,gt", help="also: skinny, final, cublas2")
     ap.add_argument("--gt-minutes", type=float, default=None, help="default: what is left of --deadline-s")
     ap.add_argument(
         "--deadline-s", type=float, default=540.0, help="seconds from start by which everything ends"
@@ -255,6 +299,36 @@ def main() -> int:
         }
         if (work / "gt" / "run.json").exists():
             shutil.copy(work / "gt" / "run.json", out / "run_gt.json")
+        save()
+    if "skinny" in phases:
+        rc, wall, gargs = tune_batch(
+            work, out, "skinny", [w for w in SHAPES if w[0] in SKINNY_SHAPES],
+            lambda name: {**GT_SPACE, "tile_n": SKINNY_TILE_N}, cache, args, log,
+        )  # fmt: skip
+        summary["phases"]["skinny"] = {"rc": rc, "wall_s": round(wall, 1), "command": gargs}
+        save()
+    if "final" in phases:
+        final = json.loads(FINAL_CONFIGS.read_text())
+        filters = final["filters"]
+        skinny_run = out / "run_skinny.json"
+        if skinny_run.exists():
+            for w in json.loads(skinny_run.read_text())["workloads"]:
+                best = (w.get("best") or {}).get("config")
+                name = w["name"]
+                if best and (w["best"]["time_ms"] or 1e9) < final["recorded_best_ms"].get(name, 0.0):
+                    filters[name] = exact_filter(best)
+        rc, wall, gargs = tune_batch(work, out, "final", SHAPES, lambda name: filters[name], cache, args, log)
+        summary["phases"]["final"] = {
+            "rc": rc,
+            "wall_s": round(wall, 1),
+            "command": gargs,
+            "filters": filters,
+        }
+        save()
+    if "cublas2" in phases:  # a second cuBLAS pass after the tuned runs: drift shows as a difference
+        t0 = time.time()
+        cublas(out, graphs=not args.cublas_no_graphs, name="cublas2.json")
+        summary["phases"]["cublas2"] = {"wall_s": round(time.time() - t0, 1)}
         save()
     # compiler logs of failures (model disagreements) travel back in one archive
     fails = [p for p in cache.glob("*/FAILED")] if cache.exists() else []

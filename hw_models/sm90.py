@@ -83,12 +83,25 @@ FIELDS = ("kernel", "dtype", "tile", "cluster", "schedule", "epilogue", "stages"
 ENUM_TILE_M = (64, 128, 256)
 ENUM_TILE_N = (64, 128, 256)
 ENUM_K_STEPS = (4, 8)
+# Skinny (decode) GEMMs: with M <= 64 the grid has only ceil(N / TN) tiles along N, so 64x64 tiles leave
+# half of the H200's 132 SMs idle on (16, 4096, 14336) (64 CTAs; measured 0.66x cuBLAS).  Narrower N tiles
+# (WGMMA N = 16 / 32 are native shapes, mma_sm90.hpp) give 128-256 CTAs that all stream the weights.
+ENUM_TILE_N_SKINNY = (16, 32)
+SKINNY_M_MAX = 64
 ENUM_CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
 
 
 def wgmma_k(dtype: DTypePair) -> int:
     """WGMMA K per instruction: 32 bytes of K (mma_sm90.hpp:378 16-bit, :533 8-bit; tf32 8)."""
     return 256 // dtype.max_bits
+
+
+def enum_tile_n(kernel: str, problem: dict[str, Any] | None) -> tuple[int, ...]:
+    """Tile N candidates: the generator's (64, 128, 256), plus 16 / 32 for a plain GEMM whose M fits one
+    64-row tile (the only way such a problem gets enough CTAs without splitting K)."""
+    if kernel == "gemm" and problem and 0 < int(problem.get("M", 0) or 0) <= SKINNY_M_MAX:
+        return ENUM_TILE_N_SKINNY + ENUM_TILE_N
+    return ENUM_TILE_N
 
 
 class Sm90GemmConfig(TileConfig):
@@ -570,7 +583,7 @@ class Sm90Model(TargetModel):
         kk = wgmma_k(pair)
         schedules = ("cooperative", "pingpong") if kernel in PTR_ARRAY_KERNELS else SCHEDULES
         for tm in ENUM_TILE_M:
-            for tn in ENUM_TILE_N:
+            for tn in enum_tile_n(kernel, problem):
                 for steps in ENUM_K_STEPS:
                     tk = kk * steps
                     for schedule in schedules:

@@ -147,6 +147,19 @@ def test_sm90_bf16_space_size_is_practical() -> None:
     assert all(c.acc_registers <= 128 for c in configs)
 
 
+def test_sm90_skinny_gemm_gets_narrow_n_tiles() -> None:
+    """M <= 64 (decode) GEMMs: 64-wide N tiles leave SMs idle (64 CTAs for N=4096 on 132 SMs), so the
+    space adds WGMMA N=16/32 tiles there, and only there (not for grouped kernels or large M)."""
+    sm90 = get_target_model("sm90")
+    skinny = {"M": 16, "N": 4096, "K": 14336, "layout": "rr"}
+    tiles_n = {c.tile[1] for c in sm90.enumerate("gemm", "bf16", skinny)}
+    assert {16, 32} <= tiles_n
+    assert all(sm90.check(c, skinny).valid for c in sm90.enumerate("gemm", "bf16", skinny) if c.tile[1] <= 32)
+    assert {16, 32}.isdisjoint({c.tile[1] for c in sm90.enumerate("gemm", "bf16", {**GEMM_8K, "layout": "rr"})})
+    assert {16, 32}.isdisjoint({c.tile[1] for c in sm90.enumerate("gemm", "bf16", {**skinny, "M": 65})})
+    assert {16, 32}.isdisjoint({c.tile[1] for c in sm90.enumerate("grouped_gemm", "bf16")})
+
+
 def test_problem_rules_alignment() -> None:
     sm90 = get_target_model("sm90")
     cfg = sm90.default_config("gemm", "bf16")

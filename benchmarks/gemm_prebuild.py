@@ -1,0 +1,89 @@
+"""Build CUTLASS sm90 GEMM configs into a build cache on a machine without a GPU.
+
+Why: the build cache is content-addressed (rendered source, flags, compiler and CUTLASS versions; not
+paths), so binaries built here with the same nvcc as the GPU machine are cache hits there and its
+scarce time goes to benchmarks.  Usage::
+
+    CUTLASS_DIR=/tmp/cutlass python benchmarks/gemm_prebuild.py --cache .kp-cache --jobs 2 \
+        --skinny --results benchmarks/results/gemm_h200_results.json
+
+``--skinny`` adds the ground-truth space (examples/tune_gemm_h200_groundtruth.yaml's filter) restricted
+to the skinny tile N values (16, 32) of (16, 4096, 14336); ``--results`` adds each shape's recorded
+best config and the library default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+from kernelpilot.dsl_plugins.cuda.gemm import CutlassSm90Gemm
+from kernelpilot.hw_models.sm90 import ENUM_TILE_N_SKINNY, Sm90Model
+from kernelpilot.tile_tuner.builder import BuildCache, BuildItem, build_batch
+from kernelpilot.tile_tuner.space import SearchSpace
+
+GT_FILTER = {"tile_k": [64], "cluster": [[1, 1], [2, 1], [1, 2]], "schedule": ["cooperative", "pingpong"]}
+SKINNY = {"M": 16, "N": 4096, "K": 14336, "dtype": "bf16", "layout": "rr"}
+
+
+def skinny_configs() -> list[dict]:
+    space = SearchSpace(
+        model=Sm90Model(), kernel="gemm", dtype="bf16", problem=SKINNY,
+        space_filter={**GT_FILTER, "tile_n": list(ENUM_TILE_N_SKINNY)},
+    )  # fmt: skip
+    return [c.as_dict() for c in space.ranked()]
+
+
+def recorded_best(results: Path, store: Path) -> list[dict]:
+    """Configs named as best per shape in a results JSON, looked up by label in the replay store."""
+    labels = {s["tuned"]["label"] for s in json.loads(results.read_text())["per_shape"]}
+    labels.add(json.loads(results.read_text())["per_shape"][0]["library_default"]["label"])
+    out, seen = [], set()
+    with sqlite3.connect(store) as db:
+        for (res,) in db.execute("select result from measurements"):
+            cfg = json.loads(res)["config"]
+            c = Sm90Model().as_config({"kernel": "gemm", "dtype": "bf16", **cfg})
+            if c.label() in labels and c.label() not in seen:
+                seen.add(c.label())
+                out.append(c.as_dict())
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cache", required=True)
+    ap.add_argument("--work", default="/tmp/kp-prebuild")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--skinny", action="store_true")
+    ap.add_argument("--results", type=Path)
+    ap.add_argument("--store", type=Path, default=Path("tests/data/replay/h200_gemm_bf16.sqlite"))
+    ap.add_argument("--extra", action="append", default=[], help="config JSON")
+    args = ap.parse_args()
+    configs: list[dict] = []
+    if args.results:
+        configs += recorded_best(args.results, args.store)
+    configs += [json.loads(e) for e in args.extra]
+    if args.skinny:
+        configs += skinny_configs()
+    kernel = CutlassSm90Gemm()
+    recipe = kernel.build_recipe("sm90", {})
+    cache = BuildCache(args.cache)
+    items = [
+        BuildItem.create(kernel.render(c, SKINNY, "sm90"), recipe, kernel.template_version, "")
+        for c in configs
+    ]
+    for start in range(0, len(items), args.jobs):  # chunks: an interrupted prebuild keeps what it built
+        chunk = items[start : start + args.jobs]
+        t0 = time.time()
+        outcomes = build_batch(chunk, recipe, cache, Path(args.work), jobs=args.jobs)
+        for cfg, item in zip(configs[start : start + args.jobs], chunk, strict=True):
+            status = outcomes[item.cache_key].status
+            print(json.dumps({"config": cfg, "status": status, "s": round(time.time() - t0, 1)}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
