@@ -42,6 +42,14 @@ SM90_LAUNCH_TILE_OVERHEAD_S = 2.0e-6  # non-persistent ws: CTA launch + fill per
 SM90_KERNEL_LAUNCH_S = 4.0e-6
 SM90_STREAMK_FIXUP_S = 3.0e-6
 SM90_STORE_BYTES_PER_S_PER_SM = 80.0e9  # epilogue store rate per SM (unhidden for coop / ws)
+# Skinny GEMMs (M <= 64; benchmarks/results/gemm_h200_skinny_run.json + the ground truth): a K step of the
+# mainloop never took less than ~0.2 us (64x16/64x32/64x64 pingpong: 200/248/222 ns per step whatever the
+# bytes), WGMMA with N < 64 runs at the N=64 instruction rate, and split-K / stream-K on a grid smaller
+# than the SM count ran ~2.4x slower per K step than its compute estimate (128x128 coop split-K 4 on
+# M=16: 0.93 us per step; partial-tile fixups through the workspace serialize the splits).
+SM90_MIN_STEP_S = 0.2e-6
+SM90_MIN_WGMMA_N = 64
+SM90_SPLIT_STEP_PENALTY = 2.4
 # ptr-array (grouped / MoE) kernels with the NoSmem epilogue: their TMA-epilogue twins were 2.7-20.8 %
 # faster on the H200 although nosmem gets one more mainloop stage (benchmarks/results/
 # cuda_kinds_h200_grouped_rerun.json, 128x256x64 c1x1/c2x1 on two workloads; geometric mean 1.117x)
@@ -78,14 +86,17 @@ def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) ->
     per_sm_l2 = SM90_L2_BYTES_PER_S / cores
     ctas = sm90_active_ctas(cores, cm * cn)
 
+    problems = list(gemm_problems(problem, cfg.kernel))
     # per K-step of one tile
-    step_compute = 2.0 * tm * tn * tk / per_sm_flops
-    # A is multicast across the CN CTAs of a cluster row, B across the CM CTAs of a column
+    step_compute = 2.0 * tm * max(tn, SM90_MIN_WGMMA_N) * tk / per_sm_flops
+    # A is multicast across the CN CTAs of a cluster row, B across the CM CTAs of a column; TMA does
+    # not fetch the rows of A past M (they are zero-filled), which matters when M < tile M
     share_a = 1.0 - SM90_MULTICAST_GAIN * (1.0 - 1.0 / cn)
     share_b = 1.0 - SM90_MULTICAST_GAIN * (1.0 - 1.0 / cm)
-    step_bytes = tm * tk * bytes_a * share_a + tn * tk * bytes_b * share_b
+    rows_a = min(tm, max((m for m, _, _ in problems), default=tm))
+    step_bytes = rows_a * tk * bytes_a * share_a + tn * tk * bytes_b * share_b
     step_feed = step_bytes / per_sm_l2
-    step = max(step_compute, step_feed)
+    step = max(step_compute, step_feed, SM90_MIN_STEP_S)
     epilogue = tm * tn * out_bytes / SM90_STORE_BYTES_PER_S_PER_SM
     if cfg.schedule == "pingpong":
         epilogue *= 0.15  # the other warpgroup's mainloop hides the epilogue
@@ -96,8 +107,9 @@ def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) ->
     unique_bytes = 0.0
     max_cta_bytes = 0.0
     work: list[tuple[int, int]] = []  # (tiles, k_steps) per GEMM
-    for m, n, k in gemm_problems(problem, cfg.kernel):
-        tiles = ceil_div(m, tm) * ceil_div(n, tn) * nb
+    for m, n, k in problems:
+        # the grid is a whole number of clusters: a cluster wider than the tile grid runs empty CTAs
+        tiles = ceil_div(ceil_div(m, tm), cm) * cm * ceil_div(ceil_div(n, tn), cn) * cn * nb
         ksteps = ceil_div(k, tk)
         work.append((tiles, ksteps))
         unique_bytes += nb * (m * k * bytes_a + k * n * bytes_b + m * n * out_bytes)
@@ -107,7 +119,10 @@ def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) ->
         per_cta_units = ceil_div(units, ctas)
         total_tiles = sum(t for t, _ in work)
         split = units > 0 and total_tiles < ctas
-        total_compute_path = per_cta_units * step + ceil_div(total_tiles, ctas) * (epilogue + per_tile_fixed)
+        split_step = step * SM90_SPLIT_STEP_PENALTY if split else step
+        total_compute_path = per_cta_units * split_step + ceil_div(total_tiles, ctas) * (
+            epilogue + per_tile_fixed
+        )
         if split:
             total_compute_path += SM90_STREAMK_FIXUP_S
         max_cta_bytes = max_cta_bytes * min(1.0, total_tiles / ctas) if split else max_cta_bytes
