@@ -59,6 +59,7 @@ def exact_filter(config: dict) -> dict:
         "schedule": [config["schedule"]],
         "epilogue": [config["epilogue"]],
         "tile_scheduler": [config["tile_scheduler"]],
+        "swap_ab": [bool(config.get("swap_ab"))],
     }
 
 
@@ -88,7 +89,9 @@ def tune_batch(work: Path, out: Path, phase: str, shapes, space_of, cache: Path,
     return rc, wall, "kernelpilot " + " ".join(targs)
 
 
-def cublas(out: Path, graphs: bool = True, clock_warmup_s: float = 1.0, name: str = "cublas.json") -> dict:
+def cublas(
+    out: Path, graphs: bool = True, clock_warmup_s: float = 1.0, filename: str = "cublas.json"
+) -> dict:
     """torch.matmul timings.  With ``graphs`` the timed launches are captured in a CUDA graph and the
     graph is replayed, so PyTorch's per-call host dispatch (~10-20 us) is not counted: without it,
     microsecond-scale shapes (1024^3, M=16) measure the host, not cuBLAS (the recorded run of commit
@@ -172,7 +175,7 @@ def cublas(out: Path, graphs: bool = True, clock_warmup_s: float = 1.0, name: st
         )
         del a, b, c, ref, graph
         torch.cuda.empty_cache()
-    (out / name).write_text(json.dumps(res, indent=1))
+    (out / filename).write_text(json.dumps(res, indent=1))
     return res
 
 
@@ -307,12 +310,20 @@ def main() -> int:
         )  # fmt: skip
         summary["phases"]["skinny"] = {"rc": rc, "wall_s": round(wall, 1), "command": gargs}
         save()
+    if "swap" in phases:  # swap-AB ground truth of the M <= 32 shape (hw_models/sm90.py SWAP_AB_M_MAX)
+        rc, wall, gargs = tune_batch(
+            work, out, "swap", [w for w in SHAPES if w[1] <= 32],
+            lambda name: {**GT_SPACE, "swap_ab": [True]}, cache, args, log,
+        )  # fmt: skip
+        summary["phases"]["swap"] = {"rc": rc, "wall_s": round(wall, 1), "command": gargs}
+        save()
     if "final" in phases:
         final = json.loads(FINAL_CONFIGS.read_text())
         filters = final["filters"]
-        skinny_run = out / "run_skinny.json"
-        if skinny_run.exists():
-            for w in json.loads(skinny_run.read_text())["workloads"]:
+        for phase_run in (out / "run_skinny.json", out / "run_swap.json"):
+            if not phase_run.exists():
+                continue
+            for w in json.loads(phase_run.read_text())["workloads"]:
                 best = (w.get("best") or {}).get("config")
                 name = w["name"]
                 if best and (w["best"]["time_ms"] or 1e9) < final["recorded_best_ms"].get(name, 0.0):
@@ -327,7 +338,7 @@ def main() -> int:
         save()
     if "cublas2" in phases:  # a second cuBLAS pass after the tuned runs: drift shows as a difference
         t0 = time.time()
-        cublas(out, graphs=not args.cublas_no_graphs, name="cublas2.json")
+        cublas(out, graphs=not args.cublas_no_graphs, filename="cublas2.json")
         summary["phases"]["cublas2"] = {"wall_s": round(time.time() - t0, 1)}
         save()
     # compiler logs of failures (model disagreements) travel back in one archive

@@ -7,7 +7,7 @@ scarce time goes to benchmarks.  Usage::
     CUTLASS_DIR=/tmp/cutlass python benchmarks/gemm_prebuild.py --cache .kp-cache --jobs 2 \
         --skinny --results benchmarks/results/gemm_h200_results.json
 
-``--skinny`` adds the ground-truth space (examples/tune_gemm_h200_groundtruth.yaml's filter) restricted
+``--swap-ab`` adds the swap-AB configs of the same filter for that shape; ``--skinny`` adds the ground-truth space (examples/tune_gemm_h200_groundtruth.yaml's filter) restricted
 to the skinny tile N values (16, 32) of (16, 4096, 14336); ``--results`` adds each shape's recorded
 best config and the library default.
 """
@@ -37,6 +37,18 @@ def skinny_configs() -> list[dict]:
     return [c.as_dict() for c in space.ranked()]
 
 
+def swap_ab_configs() -> list[dict]:
+    """The ground-truth filter over the swap-AB configs the model enumerates for (16, 4096, 14336)."""
+    space = SearchSpace(
+        model=Sm90Model(),
+        kernel="gemm",
+        dtype="bf16",
+        problem=SKINNY,
+        space_filter={**GT_FILTER, "swap_ab": [True]},
+    )
+    return [c.as_dict() for c in space.ranked()]
+
+
 def recorded_best(results: Path, store: Path) -> list[dict]:
     """Configs named as best per shape in a results JSON, looked up by label in the replay store."""
     labels = {s["tuned"]["label"] for s in json.loads(results.read_text())["per_shape"]}
@@ -58,6 +70,7 @@ def main() -> int:
     ap.add_argument("--work", default="/tmp/kp-prebuild")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--skinny", action="store_true")
+    ap.add_argument("--swap-ab", action="store_true", help="the swap-AB ground-truth configs of M=16")
     ap.add_argument("--results", type=Path)
     ap.add_argument("--store", type=Path, default=Path("tests/data/replay/h200_gemm_bf16.sqlite"))
     ap.add_argument("--extra", action="append", default=[], help="config JSON")
@@ -68,6 +81,8 @@ def main() -> int:
     configs += [json.loads(e) for e in args.extra]
     if args.skinny:
         configs += skinny_configs()
+    if args.swap_ab:
+        configs += swap_ab_configs()
     kernel = CutlassSm90Gemm()
     recipe = kernel.build_recipe("sm90", {})
     cache = BuildCache(args.cache)

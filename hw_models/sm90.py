@@ -23,6 +23,7 @@ from typing import Any
 from kernelpilot.errors import InputError
 from kernelpilot.hw_models.base import (
     TargetModel,
+    bool_value,
     ceil_div,
     check_problem_dtype,
     choice,
@@ -70,7 +71,7 @@ PTR_ARRAY_KERNELS = ("grouped_gemm", "moe_gemm")  # moe_gemm runs the ptr-array 
 FA_KERNELS = ("fa_prefill", "fa_decode")
 KERNELS = GEMM_KERNELS + FA_KERNELS
 SUPPORTED_DTYPES = ("bf16", "f16", "tf32", "f32", "e4m3", "e5m2", "s8", "u8")
-FIELDS = ("kernel", "dtype", "tile", "cluster", "schedule", "epilogue", "stages", "tile_scheduler")
+FIELDS = ("kernel", "dtype", "tile", "cluster", "schedule", "epilogue", "stages", "tile_scheduler", "swap_ab")
 
 # Candidate axes for enumeration.  Tiles are the products of the generator's WGMMA shapes
 # (64, {64,128,256}, k) with its SM90_MMA_MULTIPLIERS ({1,2,4}, {1,2}, {4,8})
@@ -88,6 +89,14 @@ ENUM_K_STEPS = (4, 8)
 # (WGMMA N = 16 / 32 are native shapes, mma_sm90.hpp) give 128-256 CTAs that all stream the weights.
 ENUM_TILE_N_SKINNY = (16, 32)
 SKINNY_M_MAX = 64
+# Swap-AB (the kernel computes D^T = B^T A^T, CUTLASS's and cuBLAS's answer to tiny M): the small M
+# becomes the tile's N side, so a 16-row problem fills a 16-wide WGMMA instead of a quarter of a 64-row
+# one, and the weight matrix is streamed along the wide M' = N side.  Enumerated for M <= 32, where the
+# 64-row WGMMA wastes at least half of every tile (measured: 16x4096x14336 stayed at 0.64x cuBLAS with
+# every non-swapped tile, benchmarks/results/gemm_h200_final.json).
+SWAP_AB_M_MAX = 32
+ENUM_SWAP_TILE_M = (64, 128)
+ENUM_SWAP_TILE_N = (16, 32, 64)
 ENUM_CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
 
 
@@ -115,9 +124,11 @@ class Sm90GemmConfig(TileConfig):
     epilogue: str = "tma"
     stages: int = 0
     tile_scheduler: str = "persistent"
+    #: compute D^T = B^T A^T: the tile's M runs along the problem's N and its N along the problem's M
+    swap_ab: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        d = {
             "kernel": self.kernel,
             "dtype": self.dtype.as_json(),
             "tile": list(self.tile),
@@ -127,6 +138,9 @@ class Sm90GemmConfig(TileConfig):
             "stages": self.stages,
             "tile_scheduler": self.tile_scheduler,
         }
+        if self.swap_ab:  # only when set: keys (store, build cache) of unswapped configs stay as recorded
+            d["swap_ab"] = True
+        return d
 
     def label(self) -> str:
         sched = {"cooperative": "coop", "pingpong": "pp", "ws": "ws"}[self.schedule]
@@ -141,6 +155,8 @@ class Sm90GemmConfig(TileConfig):
             parts.append(f"s{self.stages}")
         if self.tile_scheduler != "persistent":
             parts.append(self.tile_scheduler)
+        if self.swap_ab:
+            parts.append("swap")
         return "_".join(parts)
 
     # -- derived quantities ------------------------------------------------------------------------
@@ -367,6 +383,7 @@ class Sm90Model(TargetModel):
             epilogue=epilogue,
             stages=stages,
             tile_scheduler=tile_scheduler,
+            swap_ab=bool_value(raw.get("swap_ab", False), where, "swap_ab"),
         )
 
     # -- rules ---------------------------------------------------------------------------------------
@@ -382,6 +399,7 @@ class Sm90Model(TargetModel):
         self._check_schedule(cfg, out)
         self._check_cluster(cfg, out)
         self._check_smem(cfg, out)
+        self._check_swap_ab(cfg, out)
         if problem is not None:
             self._check_problem(cfg, problem, out)
         return out.result()
@@ -533,6 +551,22 @@ class Sm90Model(TargetModel):
                 f"exceeds the {SMEM_CAPACITY} B sm90 limit (initialize() fails at run time)",
             )
 
+    def _check_swap_ab(self, cfg: Sm90GemmConfig, out: Collector) -> None:
+        if not cfg.swap_ab:
+            return
+        out.require(
+            cfg.kernel == "gemm",
+            "sm90.swap_ab_kernel",
+            f"swap_ab is implemented for the dense gemm program only, not {cfg.kernel}",
+        )
+        # the swapped A operand is B^T, MN-major for row-major B: MN-major smem operands exist for 16-bit
+        # MMAs only (sm90_common.inl gmma_ss_tag_to_major_A/B)
+        out.require(
+            cfg.dtype.max_bits == 16,
+            "sm90.swap_ab_dtype",
+            f"swap_ab needs a 16-bit dtype (its A operand is MN-major), got {cfg.dtype.label()}",
+        )
+
     def _check_problem(self, cfg: Sm90GemmConfig, problem: dict[str, Any], out: Collector) -> None:
         check_problem_dtype(cfg.dtype, problem, out, "sm90")
         layout = problem_layout(problem)
@@ -598,6 +632,33 @@ class Sm90Model(TargetModel):
                                 tile=(tm, tn, tk),
                                 cluster=cluster,
                                 schedule=schedule,
+                            )
+                            if self.check(cfg, problem).valid:
+                                yield cfg
+        yield from self._enumerate_swap_ab(kernel, pair, problem)
+
+    def _enumerate_swap_ab(
+        self, kernel: str, pair: DTypePair, problem: dict[str, Any] | None
+    ) -> Iterator[Sm90GemmConfig]:
+        """Swapped configs for tiny-M GEMMs: tile M' over the problem's N (64/128 rows), tile N' the two
+        smallest WGMMA N in (16, 32, 64) that hold M."""
+        m = int((problem or {}).get("M", 0) or 0)
+        if kernel != "gemm" or not 0 < m <= SWAP_AB_M_MAX or pair.max_bits != 16:
+            return
+        tile_ns = [t for t in ENUM_SWAP_TILE_N if t >= m][:2]
+        kk = wgmma_k(pair)
+        for tm in ENUM_SWAP_TILE_M:
+            for tn in tile_ns:
+                for steps in ENUM_K_STEPS:
+                    for schedule in ("cooperative", "pingpong"):
+                        for cluster in ENUM_CLUSTERS:
+                            cfg = Sm90GemmConfig(
+                                kernel=kernel,
+                                dtype=pair,
+                                tile=(tm, tn, kk * steps),
+                                cluster=cluster,
+                                schedule=schedule,
+                                swap_ab=True,
                             )
                             if self.check(cfg, problem).valid:
                                 yield cfg

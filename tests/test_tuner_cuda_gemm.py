@@ -89,3 +89,39 @@ def test_real_nvcc_build_through_cmake_and_ninja(tmp_path):
     assert "0 bytes spill stores" in log and not re.search(r"[1-9]\d* bytes spill stores", log)
     again = build_batch([item], recipe, BuildCache(tmp_path / "cache"), tmp_path / "work", jobs=1)
     assert again[item.cache_key].status == "cached"
+
+
+SKINNY = {"M": 16, "N": 4096, "K": 14336, "layout": "rr", "dtype": "bf16"}
+
+
+def test_swap_ab_is_enumerated_only_for_tiny_m_and_renders_the_transposed_problem():
+    """Swap-AB computes D^T = B^T A^T: the tile's M walks the problem's N (column-major views of the same
+    buffers, so the host-side check of D = A @ B is unchanged)."""
+    model, kernel = Sm90Model(), CutlassSm90Gemm()
+    swapped = [c for c in model.enumerate("gemm", "bf16", SKINNY) if c.swap_ab]
+    assert swapped and {c.tile[1] for c in swapped} == {16, 32} and {c.tile[0] for c in swapped} == {64, 128}
+    assert not any(c.swap_ab for c in model.enumerate("gemm", "bf16", {**SKINNY, "M": 64}))
+    assert not any(c.swap_ab for c in model.enumerate("gemm", "bf16", PROBLEM))
+    cfg = model.parse_config({"tile": [128, 16, 64], "cluster": [2, 1], "schedule": "cooperative",
+                              "tile_scheduler": "streamk", "swap_ab": True})  # fmt: skip
+    assert cfg.label().endswith("_swap") and cfg.as_dict()["swap_ab"] is True
+    assert "swap_ab" not in model.parse_config({"tile": [128, 16, 64]}).as_dict()  # recorded keys unchanged
+    assert not model.check(cfg.model_copy(update={"kernel": "grouped_gemm"})).valid
+    src = kernel.render(cfg, SKINNY, "sm90").sources["gemm.cu"]
+    assert re.search(r"using LayoutA = cutlass::layout::ColumnMajor;", src)  # B^T of a row-major B
+    assert re.search(r"using LayoutD = cutlass::layout::ColumnMajor;", src)
+    assert "{int(N), int(M), int(K), 1}" in src and "{buf.b, sa, buf.a, sb}" in src
+    plain = kernel.render(cfg.model_copy(update={"swap_ab": False}), SKINNY, "sm90").sources["gemm.cu"]
+    assert "swap-AB" not in plain and "{buf.a, sa, buf.b, sb}" in plain
+    # run-time variants see the swapped grid: 4096/128 x 16/16 = 32 tiles -> split-K / stream-K tried
+    assert {v["decomp"] for v in kernel.runtime_variants(cfg, SKINNY)} >= {"K", "S"}
+
+
+def test_cost_of_a_swapped_config_is_the_cost_of_the_transposed_problem():
+    model = Sm90Model()
+    cfg = model.parse_config({"tile": [64, 16, 128], "schedule": "pingpong", "swap_ab": True})
+    plain = cfg.model_copy(update={"swap_ab": False})
+    transposed = {**SKINNY, "M": SKINNY["N"], "N": SKINNY["M"]}
+    assert model.estimate_time_s(cfg, SKINNY, "h200") == pytest.approx(
+        model.estimate_time_s(plain, transposed, "h200")
+    )

@@ -49,6 +49,8 @@ def matches_filter(config: Any, space_filter: dict[str, list[Any]] | None) -> bo
             value = tile["mnk".index(name[-1])]
         elif name in d:
             value = d[name]
+        elif name in getattr(type(config), "model_fields", {}):  # a field as_dict omits at its default
+            value = getattr(config, name)
         else:
             raise InputError(
                 f"space filter field {name!r} is not a config field; allowed: tile_m, tile_n, tile_k, "

@@ -44,6 +44,10 @@ LAYOUTS = {
     "rr": ("cutlass::layout::RowMajor", "cutlass::layout::RowMajor"),
     "rc": ("cutlass::layout::RowMajor", "cutlass::layout::ColumnMajor"),
 }
+TRANSPOSED = {
+    "cutlass::layout::RowMajor": "cutlass::layout::ColumnMajor",
+    "cutlass::layout::ColumnMajor": "cutlass::layout::RowMajor",
+}
 SCHEDULES = {
     "cooperative": (
         "cutlass::gemm::KernelTmaWarpSpecializedCooperative",
@@ -81,7 +85,7 @@ def normalize(cfg: dict[str, Any]) -> dict[str, Any]:
     tile_scheduler = str(
         cfg.get("tile_scheduler") or ("streamk" if schedule == "cooperative" else "persistent")
     )
-    return {
+    out = {
         "tile": [int(t) for t in tile],
         "cluster": [int(c) for c in cluster[:2]],
         "schedule": schedule,
@@ -89,6 +93,9 @@ def normalize(cfg: dict[str, Any]) -> dict[str, Any]:
         "stages": int(cfg.get("stages") or 0),
         "tile_scheduler": tile_scheduler,
     }
+    if cfg.get("swap_ab"):  # only when set: the rendered source of unswapped configs stays as built
+        out["swap_ab"] = True
+    return out
 
 
 @lru_cache(maxsize=1)
@@ -144,6 +151,10 @@ def render_source(cfg: dict[str, Any], dtype: str, layout: str) -> str:
         layout_a=la,
         layout_b=lb,
         layout_b_kmajor=layout[1] == "c",
+        swap_ab=bool(n.get("swap_ab")),
+        # swapped operands: A' = B^T, B' = A^T (the transpose of a layout tag is the other tag)
+        layout_a_swapped=TRANSPOSED[lb],
+        layout_b_swapped=TRANSPOSED[la],
         config_json_literal=json.dumps(config_json),
     )
 
@@ -245,7 +256,8 @@ class CutlassSm90Gemm:
         when the grid is small (< 2 waves) or ragged (< 4 waves, last one under 75 % full)."""
         cfg = normalize(config_dict(config))
         tm, tn, tk = cfg["tile"]
-        tiles_m, tiles_n = math.ceil(problem["M"] / tm), math.ceil(problem["N"] / tn)
+        rows, cols = (problem["N"], problem["M"]) if cfg.get("swap_ab") else (problem["M"], problem["N"])
+        tiles_m, tiles_n = math.ceil(rows / tm), math.ceil(cols / tn)
         swizzles = [1, 8] if min(tiles_m, tiles_n) >= 6 else [1, 2] if min(tiles_m, tiles_n) >= 2 else [1]
         rasters = ["M", "N"] if min(tiles_m, tiles_n) > 1 else ["H"]
         decomp = "D" if cfg["tile_scheduler"] == "streamk" else "H"
