@@ -155,7 +155,9 @@ def test_sm90_skinny_gemm_gets_narrow_n_tiles() -> None:
     tiles_n = {c.tile[1] for c in sm90.enumerate("gemm", "bf16", skinny)}
     assert {16, 32} <= tiles_n
     assert all(sm90.check(c, skinny).valid for c in sm90.enumerate("gemm", "bf16", skinny) if c.tile[1] <= 32)
-    assert {16, 32}.isdisjoint({c.tile[1] for c in sm90.enumerate("gemm", "bf16", {**GEMM_8K, "layout": "rr"})})
+    assert {16, 32}.isdisjoint(
+        {c.tile[1] for c in sm90.enumerate("gemm", "bf16", {**GEMM_8K, "layout": "rr"})}
+    )
     assert {16, 32}.isdisjoint({c.tile[1] for c in sm90.enumerate("gemm", "bf16", {**skinny, "M": 65})})
     assert {16, 32}.isdisjoint({c.tile[1] for c in sm90.enumerate("grouped_gemm", "bf16")})
 
