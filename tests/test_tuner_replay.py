@@ -3,7 +3,8 @@
 The store holds the exhaustive ground truth of benchmarks/gemm_h200.py: 34 configs x 10 bf16 GEMM
 shapes measured on an H200 (CUTLASS 4.2.0, nvcc 13.0); see benchmarks/results/gemm_h200_results.json;
 plus, for the two M <= 64 shapes, the 30 skinny-tile configs (tile N 16/32) the model adds there
-(benchmarks/results/gemm_h200_skinny_run.json, a later session on the same kind of H200).
+(benchmarks/results/gemm_h200_skinny_run.json), and for M = 16 the 18 swap-AB configs
+(benchmarks/results/gemm_h200_swap_run.json), both from a later session on the same kind of H200.
 """
 
 from __future__ import annotations
@@ -32,8 +33,14 @@ def test_recorded_store_is_complete():
     con = sqlite3.connect(f"file:{STORE}?mode=ro", uri=True)
     assert con.execute(
         "select count(*), count(distinct problem), count(distinct config_key) from measurements"
-    ).fetchone() == (340 + 2 * 30, 10, 34 + 30)
-    skinny = "select count(*) from measurements where config_key like '%\"tile\":[%,16,%' or config_key like '%\"tile\":[%,32,%'"
+    ).fetchone() == (340 + 2 * 30 + 18, 10, 34 + 30 + 18)
+    assert (
+        con.execute("select count(*) from measurements where config_key like '%swap_ab%'").fetchone()[0] == 18
+    )
+    skinny = (
+        "select count(*) from measurements where config_key not like '%swap_ab%' and "
+        "(config_key like '%\"tile\":[%,16,%' or config_key like '%\"tile\":[%,32,%')"
+    )
     assert con.execute(skinny).fetchone()[0] == 2 * 30
     assert con.execute("select count(*) from measurements where status != 'ok'").fetchone()[0] == 0
     assert {r[0] for r in con.execute("select distinct device from measurements")} == {"NVIDIA H200"}
