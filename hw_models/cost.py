@@ -67,7 +67,7 @@ def sm90_active_ctas(cores: int, cluster_size: int) -> int:
 
 
 def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) -> float:
-    if getattr(cfg, "swap_ab", False):  # the kernel runs D^T = B^T A^T: an N x M x K problem
+    if cfg.swap_ab:  # the kernel runs D^T = B^T A^T: an N x M x K problem
         problem = {**problem, "M": problem["N"], "N": problem["M"]}
     tm, tn, tk = cfg.tile
     cm, cn = cfg.cluster

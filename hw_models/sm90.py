@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from itertools import product
 from typing import Any
 
 from kernelpilot.errors import InputError
@@ -105,12 +106,32 @@ def wgmma_k(dtype: DTypePair) -> int:
     return 256 // dtype.max_bits
 
 
+def problem_m(problem: dict[str, Any] | None) -> int:
+    """The problem's M, 0 when unknown (no problem given)."""
+    return int((problem or {}).get("M", 0) or 0)
+
+
 def enum_tile_n(kernel: str, problem: dict[str, Any] | None) -> tuple[int, ...]:
     """Tile N candidates: the generator's (64, 128, 256), plus 16 / 32 for a plain GEMM whose M fits one
     64-row tile (the only way such a problem gets enough CTAs without splitting K)."""
-    if kernel == "gemm" and problem and 0 < int(problem.get("M", 0) or 0) <= SKINNY_M_MAX:
+    if kernel == "gemm" and 0 < problem_m(problem) <= SKINNY_M_MAX:
         return ENUM_TILE_N_SKINNY + ENUM_TILE_N
     return ENUM_TILE_N
+
+
+def enum_families(
+    kernel: str, pair: DTypePair, problem: dict[str, Any] | None
+) -> list[tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...], bool]]:
+    """``(tile Ms, tile Ns, schedules, swap_ab)`` of each family the space enumerates: the generator's
+    tiles, and for a tiny-M 16-bit GEMM the swap-AB family, whose tile M (64/128) runs along the
+    problem's N and whose tile N is one of the two smallest WGMMA N in (16, 32, 64) that hold M."""
+    schedules = ("cooperative", "pingpong") if kernel in PTR_ARRAY_KERNELS else SCHEDULES
+    families = [(ENUM_TILE_M, enum_tile_n(kernel, problem), schedules, False)]
+    m = problem_m(problem)
+    if kernel == "gemm" and 0 < m <= SWAP_AB_M_MAX and pair.max_bits == 16:
+        swap_ns = tuple(t for t in ENUM_SWAP_TILE_N if t >= m)[:2]
+        families.append((ENUM_SWAP_TILE_M, swap_ns, ("cooperative", "pingpong"), True))
+    return families
 
 
 class Sm90GemmConfig(TileConfig):
@@ -615,53 +636,23 @@ class Sm90Model(TargetModel):
             yield from enumerate_fmha(kernel, pair, problem)
             return
         kk = wgmma_k(pair)
-        schedules = ("cooperative", "pingpong") if kernel in PTR_ARRAY_KERNELS else SCHEDULES
-        for tm in ENUM_TILE_M:
-            for tn in enum_tile_n(kernel, problem):
-                for steps in ENUM_K_STEPS:
-                    tk = kk * steps
-                    for schedule in schedules:
-                        if schedule == "ws" and steps != ENUM_K_STEPS[0]:
-                            continue
-                        for cluster in ENUM_CLUSTERS:
-                            if schedule == "ws" and cluster == (2, 2):
-                                continue
-                            cfg = Sm90GemmConfig(
-                                kernel=kernel,
-                                dtype=pair,
-                                tile=(tm, tn, tk),
-                                cluster=cluster,
-                                schedule=schedule,
-                            )
-                            if self.check(cfg, problem).valid:
-                                yield cfg
-        yield from self._enumerate_swap_ab(kernel, pair, problem)
-
-    def _enumerate_swap_ab(
-        self, kernel: str, pair: DTypePair, problem: dict[str, Any] | None
-    ) -> Iterator[Sm90GemmConfig]:
-        """Swapped configs for tiny-M GEMMs: tile M' over the problem's N (64/128 rows), tile N' the two
-        smallest WGMMA N in (16, 32, 64) that hold M."""
-        m = int((problem or {}).get("M", 0) or 0)
-        if kernel != "gemm" or not 0 < m <= SWAP_AB_M_MAX or pair.max_bits != 16:
-            return
-        tile_ns = [t for t in ENUM_SWAP_TILE_N if t >= m][:2]
-        kk = wgmma_k(pair)
-        for tm in ENUM_SWAP_TILE_M:
-            for tn in tile_ns:
-                for steps in ENUM_K_STEPS:
-                    for schedule in ("cooperative", "pingpong"):
-                        for cluster in ENUM_CLUSTERS:
-                            cfg = Sm90GemmConfig(
-                                kernel=kernel,
-                                dtype=pair,
-                                tile=(tm, tn, kk * steps),
-                                cluster=cluster,
-                                schedule=schedule,
-                                swap_ab=True,
-                            )
-                            if self.check(cfg, problem).valid:
-                                yield cfg
+        for tile_ms, tile_ns, schedules, swap_ab in enum_families(kernel, pair, problem):
+            for tm, tn, steps, schedule, cluster in product(
+                tile_ms, tile_ns, ENUM_K_STEPS, schedules, ENUM_CLUSTERS
+            ):
+                # ws is a baseline: the generator's default K multiplier only, and no 2x2 clusters
+                if schedule == "ws" and (steps != ENUM_K_STEPS[0] or cluster == (2, 2)):
+                    continue
+                cfg = Sm90GemmConfig(
+                    kernel=kernel,
+                    dtype=pair,
+                    tile=(tm, tn, kk * steps),
+                    cluster=cluster,
+                    schedule=schedule,
+                    swap_ab=swap_ab,
+                )
+                if self.check(cfg, problem).valid:
+                    yield cfg
 
     def _default_config(
         self, kernel: str, dtype: Any, problem: dict[str, Any] | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -125,3 +126,25 @@ def test_cost_of_a_swapped_config_is_the_cost_of_the_transposed_problem():
     assert model.estimate_time_s(cfg, SKINNY, "h200") == pytest.approx(
         model.estimate_time_s(plain, transposed, "h200")
     )
+
+
+def test_swap_ab_bad_values_and_filter_fields_are_input_errors(tmp_path):
+    """``swap_ab`` must be a boolean, and a space filter on an unknown field exits 2 naming the allowed
+    fields (``swap_ab`` among them, although ``as_dict`` omits it when false) and writes nothing."""
+    from kernelpilot.errors import InputError
+    from tests.conftest import run_cli
+
+    with pytest.raises(InputError, match="swap_ab must be true or false, got 'yes'"):
+        Sm90Model().parse_config({"tile": [64, 16, 64], "swap_ab": "yes"})
+    out = tmp_path / "o"
+    r = run_cli("tune", "--target", "sm90", "--kernel", "gemm", "--dims", "M=16,N=4096,K=14336",
+                "--space-filter", '{"swapab": [true]}', "--dry-run", "--out", str(out))  # fmt: skip
+    assert r.returncode == 2
+    assert "'swapab' is not a config field" in r.stderr and "swap_ab" in r.stderr
+    assert not out.exists()
+    r = run_cli("tune", "--target", "sm90", "--kernel", "gemm", "--dims", "M=16,N=4096,K=14336",
+                "--space-filter", '{"swap_ab": [true], "tile_k": [64]}', "--dry-run", "--out", str(out), "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    [w] = json.loads(r.stdout)["workloads"]
+    planned = [c for c in w["planned"] if not c["is_default"]]
+    assert planned and all(c["label"].endswith("_swap") for c in planned)

@@ -43,18 +43,19 @@ def matches_filter(config: Any, space_filter: dict[str, list[Any]] | None) -> bo
     if not space_filter:
         return True
     d = config.as_dict() if hasattr(config, "as_dict") else dict(config)
+    omitted = getattr(type(config), "model_fields", {})  # fields as_dict leaves out at their default
     tile = d.get("tile") or [None, None, None]
     for name, allowed in space_filter.items():
         if name in ("tile_m", "tile_n", "tile_k"):
             value = tile["mnk".index(name[-1])]
         elif name in d:
             value = d[name]
-        elif name in getattr(type(config), "model_fields", {}):  # a field as_dict omits at its default
+        elif name in omitted:
             value = getattr(config, name)
         else:
             raise InputError(
                 f"space filter field {name!r} is not a config field; allowed: tile_m, tile_n, tile_k, "
-                + ", ".join(sorted(d)),
+                + ", ".join(sorted(set(d) | set(omitted))),
                 field=f"space.{name}",
             )
         if _norm(value) not in [_norm(a) for a in allowed]:

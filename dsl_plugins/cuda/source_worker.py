@@ -259,9 +259,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    import os
-
-    os._exit(code)  # skip interpreter teardown (GPU runtimes can hang at exit); the result is written
+    common.exit_without_teardown(main())

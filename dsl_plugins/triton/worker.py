@@ -605,16 +605,18 @@ def serve_job(argv: list[str], run_job: Any, run_side_by_side: Any) -> int:
     return 0
 
 
+def exit_without_teardown(code: int) -> None:
+    """End a worker process once its result file is written, skipping interpreter teardown: some GPU
+    runtimes hang or crash at exit, which would turn a finished evaluation into a timeout."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
     return serve_job(sys.argv[1:] if argv is None else argv, run_job, run_side_by_side)
 
 
 if __name__ == "__main__":
     sys.stdout.flush()
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # Skip interpreter teardown: some GPU runtimes hang or crash at exit; the result is already written.
-    import os
-
-    os._exit(code)
+    exit_without_teardown(main())
