@@ -20,10 +20,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from gemm_h200 import GT_SPACE  # the filter the recorded ground truth was measured over
+
 from kernelpilot.tile_tuner.engine import TuneEngine, TuneOptions, Workload
 from kernelpilot.tile_tuner.store import ResultsStore
-
-GT_SPACE = {"tile_k": [64], "cluster": [[1, 1], [2, 1], [1, 2]], "schedule": ["cooperative", "pingpong"]}
 
 
 def replay_trace(

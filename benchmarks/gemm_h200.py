@@ -42,12 +42,17 @@ SHAPES = [
 # Ground-truth space: the sm90 model's legal bf16 space restricted to TK=64 (the 128-byte swizzle),
 # clusters with at most 2 CTAs and the persistent schedules (see docs/tile_tuner.md for why).
 GT_SPACE = {"tile_k": [64], "cluster": [[1, 1], [2, 1], [1, 2]], "schedule": ["cooperative", "pingpong"]}
-# The skinny tile N values the sm90 model enumerates for M <= 64 (hw_models/sm90.py enum_tile_n); the
-# ``skinny`` phase extends the ground truth of the two M <= 64 shapes with them.
-SKINNY_SHAPES = ("m64_n28672_k4096", "m16_n4096_k14336")
-SKINNY_TILE_N = [16, 32]
+# Exhaustive phases: name -> (which shapes, space filter).  ``gt`` is the recorded ground truth; ``skinny``
+# and ``swap`` extend it with the families the sm90 model adds for tiny M (hw_models/sm90.py
+# enum_families): tile N 16/32 for M <= 64, swap-AB for M <= 32.
+GT_PHASES = {
+    "gt": (lambda m: True, GT_SPACE),
+    "skinny": (lambda m: m <= 64, {**GT_SPACE, "tile_n": [16, 32], "swap_ab": [False]}),
+    "swap": (lambda m: m <= 32, {**GT_SPACE, "swap_ab": [True]}),
+}
 # ``final``: per shape, the space filter that selects the best configs of the recorded ground truth
-# (benchmarks/results/gemm_h200_results.json); m16 takes the ``skinny`` phase's winner when it ran.
+# (benchmarks/results/gemm_h200_results.json); a shape takes the ``skinny`` or ``swap`` phase's winner
+# when that phase ran in the same call and beat the recorded best.
 FINAL_CONFIGS = Path(__file__).with_name("gemm_h200_final_configs.json")
 
 
@@ -63,9 +68,9 @@ def exact_filter(config: dict) -> dict:
     }
 
 
-def tune_batch(work: Path, out: Path, phase: str, shapes, space_of, cache: Path, args, log: Path):
+def tune_batch(work: Path, out: Path, phase: str, shapes, space_of, cache: Path, args, log: Path, extra=()):
     """One exhaustive ``kernelpilot tune`` batch over ``shapes`` with a per-workload space filter;
-    the store, run JSON and per-phase name go to ``out``."""
+    the store, run JSON and per-phase name go to ``out``; ``extra`` are more CLI flags."""
     import yaml
 
     batch = {
@@ -81,7 +86,7 @@ def tune_batch(work: Path, out: Path, phase: str, shapes, space_of, cache: Path,
     targs = [
         "tune", str(bf), "--jobs", str(args.jobs), "--batch-size", str(args.gt_batch), "--cache-dir", str(cache),
         "--store", str(out / f"{phase}.sqlite"), "--out", str(work / phase), "--no-plots", "--json",
-        "--target-ms", str(args.target_ms),
+        "--target-ms", str(args.target_ms), *extra,
     ]  # fmt: skip
     rc, wall = kp(targs, log)
     if (work / phase / "run.json").exists():
@@ -196,7 +201,7 @@ def main() -> int:
     ap.add_argument("--work", default="/tmp/kpwork")
     ap.add_argument("--jobs", type=int, default=15)
     ap.add_argument("--gt-batch", type=int, default=17, help="configs per ground-truth round (34 = 2 rounds)")
-    ap.add_argument("--phases", default="cublas,cold,warm,gt", help="also: skinny, final, cublas2")
+    ap.add_argument("--phases", default="cublas,cold,warm,gt", help="also: skinny, swap, final, cublas2")
     ap.add_argument("--gt-minutes", type=float, default=None, help="default: what is left of --deadline-s")
     ap.add_argument(
         "--deadline-s", type=float, default=540.0, help="seconds from start by which everything ends"
@@ -271,56 +276,23 @@ def main() -> int:
             work / "warm" / "run.json"
         ).exists() else None
         save()
-    if "gt" in phases:
-        import yaml
-
-        batch = {
-            "target": "sm90",
-            "defaults": {
-                "kernel": "gemm",
-                "dtype": "bf16",
-                "layout": "rr",
-                "proposer": "exhaustive",
-                "budget_configs": 1000,
-                "space": GT_SPACE,
-            },
-            "workloads": [{"name": name, "dims": {"M": m, "N": n, "K": k}} for name, m, n, k in SHAPES],
-        }
-        bf = work / "gt.yaml"
-        bf.write_text(yaml.safe_dump(batch, sort_keys=False))
-        minutes = args.gt_minutes or max(0.5, (args.deadline_s - (time.time() - t_start) - 20) / 60.0)
-        gt_args = [
-            "tune", str(bf), "--jobs", str(args.jobs), "--batch-size", str(args.gt_batch), "--cache-dir", str(cache), "--store", str(out / "gt.sqlite"),
-            "--out", str(work / "gt"), "--budget-minutes", f"{minutes:.2f}", "--no-plots", "--json",
-            "--target-ms", str(args.target_ms),
-        ]  # fmt: skip
-        rc, wall = kp(gt_args, log)
-        summary["phases"]["gt"] = {
-            "rc": rc,
-            "wall_s": round(wall, 1),
-            "command": "kernelpilot " + " ".join(gt_args),
-        }
-        if (work / "gt" / "run.json").exists():
-            shutil.copy(work / "gt" / "run.json", out / "run_gt.json")
-        save()
-    if "skinny" in phases:
+    for phase, (selects, space) in GT_PHASES.items():
+        if phase not in phases:
+            continue
+        extra = []
+        if phase == "gt":  # the full ground truth stops at the call's deadline
+            minutes = args.gt_minutes or max(0.5, (args.deadline_s - (time.time() - t_start) - 20) / 60.0)
+            extra = ["--budget-minutes", f"{minutes:.2f}"]
+        shapes = [shape for shape in SHAPES if selects(shape[1])]
         rc, wall, gargs = tune_batch(
-            work, out, "skinny", [w for w in SHAPES if w[0] in SKINNY_SHAPES],
-            lambda name: {**GT_SPACE, "tile_n": SKINNY_TILE_N}, cache, args, log,
-        )  # fmt: skip
-        summary["phases"]["skinny"] = {"rc": rc, "wall_s": round(wall, 1), "command": gargs}
-        save()
-    if "swap" in phases:  # swap-AB ground truth of the M <= 32 shape (hw_models/sm90.py SWAP_AB_M_MAX)
-        rc, wall, gargs = tune_batch(
-            work, out, "swap", [w for w in SHAPES if w[1] <= 32],
-            lambda name: {**GT_SPACE, "swap_ab": [True]}, cache, args, log,
-        )  # fmt: skip
-        summary["phases"]["swap"] = {"rc": rc, "wall_s": round(wall, 1), "command": gargs}
+            work, out, phase, shapes, lambda name, sp=space: sp, cache, args, log, extra
+        )
+        summary["phases"][phase] = {"rc": rc, "wall_s": round(wall, 1), "command": gargs}
         save()
     if "final" in phases:
         final = json.loads(FINAL_CONFIGS.read_text())
         filters = final["filters"]
-        for phase_run in (out / "run_skinny.json", out / "run_swap.json"):
+        for phase_run in (out / f"run_{phase}.json" for phase in ("skinny", "swap")):
             if not phase_run.exists():
                 continue
             for w in json.loads(phase_run.read_text())["workloads"]:

@@ -7,9 +7,9 @@ scarce time goes to benchmarks.  Usage::
     CUTLASS_DIR=/tmp/cutlass python benchmarks/gemm_prebuild.py --cache .kp-cache --jobs 2 \
         --skinny --results benchmarks/results/gemm_h200_results.json
 
-``--swap-ab`` adds the swap-AB configs of the same filter for that shape; ``--skinny`` adds the ground-truth space (examples/tune_gemm_h200_groundtruth.yaml's filter) restricted
-to the skinny tile N values (16, 32) of (16, 4096, 14336); ``--results`` adds each shape's recorded
-best config and the library default.
+``--skinny`` / ``--swap-ab`` add the configs of ``gemm_h200.py``'s ``skinny`` / ``swap`` phases (the
+ground-truth filter over the tile N 16/32 and the swap-AB families of (16, 4096, 14336));
+``--results`` adds each shape's recorded best config and the library default.
 """
 
 from __future__ import annotations
@@ -20,39 +20,29 @@ import sqlite3
 import time
 from pathlib import Path
 
+from gemm_h200 import GT_PHASES  # the same filters as the device run's exhaustive phases
+
 from kernelpilot.dsl_plugins.cuda.gemm import CutlassSm90Gemm
-from kernelpilot.hw_models.sm90 import ENUM_TILE_N_SKINNY, Sm90Model
+from kernelpilot.hw_models.sm90 import Sm90Model
 from kernelpilot.tile_tuner.builder import BuildCache, BuildItem, build_batch
 from kernelpilot.tile_tuner.space import SearchSpace
 
-GT_FILTER = {"tile_k": [64], "cluster": [[1, 1], [2, 1], [1, 2]], "schedule": ["cooperative", "pingpong"]}
 SKINNY = {"M": 16, "N": 4096, "K": 14336, "dtype": "bf16", "layout": "rr"}
 
 
-def skinny_configs() -> list[dict]:
+def phase_configs(phase: str) -> list[dict]:
+    """The configs a ``gemm_h200.py`` exhaustive phase measures on (16, 4096, 14336), best-ranked first
+    (builds are binary-identical for every shape, so one shape names them all)."""
     space = SearchSpace(
-        model=Sm90Model(), kernel="gemm", dtype="bf16", problem=SKINNY,
-        space_filter={**GT_FILTER, "tile_n": list(ENUM_TILE_N_SKINNY)},
-    )  # fmt: skip
-    return [c.as_dict() for c in space.ranked()]
-
-
-def swap_ab_configs() -> list[dict]:
-    """The ground-truth filter over the swap-AB configs the model enumerates for (16, 4096, 14336)."""
-    space = SearchSpace(
-        model=Sm90Model(),
-        kernel="gemm",
-        dtype="bf16",
-        problem=SKINNY,
-        space_filter={**GT_FILTER, "swap_ab": [True]},
+        model=Sm90Model(), kernel="gemm", dtype="bf16", problem=SKINNY, space_filter=GT_PHASES[phase][1]
     )
     return [c.as_dict() for c in space.ranked()]
 
 
 def recorded_best(results: Path, store: Path) -> list[dict]:
     """Configs named as best per shape in a results JSON, looked up by label in the replay store."""
-    labels = {s["tuned"]["label"] for s in json.loads(results.read_text())["per_shape"]}
-    labels.add(json.loads(results.read_text())["per_shape"][0]["library_default"]["label"])
+    per_shape = json.loads(results.read_text())["per_shape"]
+    labels = {s["tuned"]["label"] for s in per_shape} | {per_shape[0]["library_default"]["label"]}
     out, seen = [], set()
     with sqlite3.connect(store) as db:
         for (res,) in db.execute("select result from measurements"):
@@ -69,8 +59,8 @@ def main() -> int:
     ap.add_argument("--cache", required=True)
     ap.add_argument("--work", default="/tmp/kp-prebuild")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--skinny", action="store_true")
-    ap.add_argument("--swap-ab", action="store_true", help="the swap-AB ground-truth configs of M=16")
+    ap.add_argument("--skinny", action="store_true", help="the configs of gemm_h200.py's skinny phase")
+    ap.add_argument("--swap-ab", action="store_true", help="the configs of gemm_h200.py's swap phase")
     ap.add_argument("--results", type=Path)
     ap.add_argument("--store", type=Path, default=Path("tests/data/replay/h200_gemm_bf16.sqlite"))
     ap.add_argument("--extra", action="append", default=[], help="config JSON")
@@ -79,10 +69,9 @@ def main() -> int:
     if args.results:
         configs += recorded_best(args.results, args.store)
     configs += [json.loads(e) for e in args.extra]
-    if args.skinny:
-        configs += skinny_configs()
-    if args.swap_ab:
-        configs += swap_ab_configs()
+    for phase, wanted in (("skinny", args.skinny), ("swap", args.swap_ab)):
+        if wanted:
+            configs += phase_configs(phase)
     kernel = CutlassSm90Gemm()
     recipe = kernel.build_recipe("sm90", {})
     cache = BuildCache(args.cache)
