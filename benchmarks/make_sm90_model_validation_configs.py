@@ -121,7 +121,7 @@ def main() -> None:
     print(
         "# and sizeof(GemmKernel::SharedStorage) with void C (ws: mainloop and epilogue storage in a union);"
     )
-    print("# tests/test_hw_sm90_smem.py checks them against the sizes the H200 programs reported.")
+    print("# tests/hw_models/test_hw_sm90_smem.py checks them against the sizes the H200 programs reported.")
     print("problem: {M: 4096, N: 4096, K: 4096, layout: rr, dtype: bf16}")
     print("verify_problem: {M: 712, N: 520, K: 264, layout: rr, dtype: bf16}")
     print("accepted:")

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support import REPO, run_cli  # noqa: F401  (REPO re-exported for fixtures)
 
 
 def _has_cuda_gpu() -> bool:
@@ -34,21 +30,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(
                 pytest.mark.skip(reason="needs Intel oneAPI icpx and an Intel GPU (icpx not on PATH)")
             )
-
-
-def run_cli(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m kernelpilot ARGS`` in a subprocess (real exit codes, real stdout)."""
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "kernelpilot", *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        cwd=cwd,
-        timeout=timeout,
-    )
 
 
 @pytest.fixture

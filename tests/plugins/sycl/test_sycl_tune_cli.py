@@ -1,0 +1,89 @@
+"""``kernelpilot tune FILE --target bmg --dry-run`` with Xe-Forge's YAML formats plans, validates and
+renders every program plus the CMake project; without ``--dry-run`` and without icpx it stops with a
+clear error before building or running anything."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.support import REPO
+
+EXAMPLES = REPO / "examples"
+FILES = {
+    "xe_gemm.yaml": ("gemm", 4),
+    "xe_gemm_int8.yaml": ("gemm", 1),
+    "xe_fa_prefill.yaml": ("fa_prefill", 2),
+    "xe_fa_decode.yaml": ("fa_decode", 2),
+    "xe_moe.yaml": ("moe_gemm", 2),
+    "xe_grouped_gemm.yaml": ("grouped_gemm", 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_xeforge_yaml_dry_run_renders_programs_and_project(cli, tmp_path: Path, name: str) -> None:
+    kind, n_workloads = FILES[name]
+    out = tmp_path / "out"
+    env = {"KERNELPILOT_HOME": str(tmp_path / "home"), "KERNELPILOT_AOT_DEVICE": ""}
+    proc = cli(
+        "tune", str(EXAMPLES / name), "--target", "bmg", "--dry-run", "--out", str(out), env=env, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["dry_run"] and plan["target"] == "bmg" and len(plan["workloads"]) == n_workloads
+    (project,) = plan["projects"]
+    assert (
+        project["kernel"] == kind
+        and project["compiler"].endswith("icpx")
+        and project["programs"] >= n_workloads
+    )
+    for workload in plan["workloads"]:
+        assert workload["kernel"] == kind and workload["planned"]
+        assert all(entry["valid"] for entry in workload["planned"]), workload["name"]
+        assert workload["planned"][0]["is_default"]  # the library default is always planned first
+    proj = Path(project["project"])
+    cmake = (proj / "CMakeLists.txt").read_text()
+    assert '"SHELL:-Xsycl-target-backend=spir64_gen \\"-device bmg-g21\\""' in cmake and '"-fsycl"' in cmake
+    programs = sorted(proj.glob(f"kp_*/{kind}.cpp"))
+    assert len(programs) == project["programs"]
+    for src in programs:
+        assert (src.parent / "kp_sycl_common.hpp").exists()
+        assert "int main(" in src.read_text()
+    assert (proj / "BUILD.txt").read_text().startswith("cmake -S")
+
+
+def test_unknown_xeforge_mode_is_an_input_error(cli, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("mode: attention\ntune-xpu:\n  - name: x\n    dims: {head_dim: 64}\n")
+    proc = cli("tune", str(bad), "--target", "bmg", "--dry-run", "--out", str(tmp_path / "o"), cwd=tmp_path)
+    assert proc.returncode == 2 and "unknown mode 'attention'" in proc.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_dims_name_the_file_workload_and_field(cli, tmp_path: Path) -> None:
+    bad = tmp_path / "fa.yaml"
+    bad.write_text(
+        "mode: fa\nfa_mode: prefill\ntune-xpu:\n  - name: gqa\n"
+        "    dims: {head_dim: 128, batch: 1, num_heads_q: 32, num_heads_kv: 6, seq_qo: 128, seq_kv: 128}\n"
+    )
+    proc = cli("tune", str(bad), "--target", "bmg", "--dry-run", "--out", str(tmp_path / "o"), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "fa.yaml" in proc.stderr and "'gqa'" in proc.stderr and "num_heads_kv=6" in proc.stderr
+
+
+def test_real_run_without_icpx_stops_before_doing_anything(cli, tmp_path: Path) -> None:
+    if shutil.which("icpx"):
+        pytest.skip("icpx is installed here: a real run would start building")
+    out = tmp_path / "out"
+    env = {"KERNELPILOT_HOME": str(tmp_path / "home")}
+    proc = cli(
+        "tune", str(EXAMPLES / "xe_gemm.yaml"), "--target", "bmg", "--out", str(out), env=env, cwd=tmp_path
+    )
+    assert proc.returncode == 1
+    assert "icpx (Intel oneAPI DPC++/C++ compiler) not found" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()  # no outputs, no project, no build
+    assert not list(tmp_path.glob("home/build_cache/*"))
