@@ -1,12 +1,12 @@
-"""Workloads and candidate configs for the CUDA grouped/MoE GEMM and Hopper FMHA benchmark (issue 6).
+"""Workloads and candidate configs for the CUDA grouped/MoE GEMM and Hopper FMHA benchmark.
 
 Shared by ``cuda_kinds_build.py`` (renders and builds every candidate through the tuner's builder) and
 ``cuda_kinds_bench.py`` (runs them on the H200 next to PyTorch).  Candidates for the GEMM kinds come
 from the sm90 hardware model: its legal space for each workload ranked by its cost model, the top
 ones pooled over the workloads (one binary serves every grouped shape), plus the model's library
 default.  The FMHA candidates are the tile/schedule pairs CUTLASS's example 88 instantiates per head
-dim (the sm90 model has no FMHA rules yet: docs/notes_for_A.md), the example's first one being the
-library default.
+dim (``88_hopper_fmha.cu`` of CUTLASS v4.2.0), the example's first one being the library default; this
+fixed list, not the model's ranking, is what the recorded H200 run measured.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ MOE_WORKLOADS: dict[str, dict[str, Any]] = {
     "gpt_oss_20b_gate_up_skewed": {
         "tokens": 4096, "experts": 32, "top_k": 4, "N": 5760, "K": 2880, "proj": "gate_up", "routing": "skewed",
     },
-    # (Mixtral-8x7B down, 8 experts top-2 N=4096 K=14336, was left out to fit the team's GPU budget)
+    # (Mixtral-8x7B down, 8 experts top-2 N=4096 K=14336, was left out to keep the device run short)
 }  # fmt: skip
 FA_PREFILL_WORKLOADS: dict[str, dict[str, Any]] = {
     "llama3_8b_prefill_4k": {

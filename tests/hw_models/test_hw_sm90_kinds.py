@@ -1,9 +1,10 @@
-"""The sm90 model serves E's CUDA kinds (moe_gemm, fa_prefill, fa_decode) end to end.
+"""The sm90 model serves the CUDA plugin's moe_gemm, fa_prefill and fa_decode kinds end to end.
 
-docs/notes_for_A.md (E): ``kernelpilot tune --kernel moe_gemm|fa_prefill|fa_decode`` failed at
-enumeration; the FMHA rules of examples/88_hopper_fmha; the NoSmem epilogue measured slow for ptr-array
-kernels.  These tests run the real CLI dry run (no compiler, no GPU) and check the model against the
-recorded H200 runs of those kinds (benchmarks/results/cuda_kinds_h200*.json).
+``kernelpilot tune --kernel moe_gemm|fa_prefill|fa_decode`` must enumerate with the ptr-array grouped
+rules (MoE) and the FMHA rules of CUTLASS's examples/88_hopper_fmha, and the cost model must rank the
+NoSmem epilogue below the TMA epilogue for ptr-array kernels.  These tests run the real CLI dry run (no
+compiler, no GPU) and check the model against the recorded H200 runs of those kinds
+(benchmarks/results/cuda_kinds_h200*.json).
 """
 
 from __future__ import annotations
