@@ -23,7 +23,7 @@ from kernelpilot.errors import InputError
 
 
 class Measured(BaseModel):
-    """Figures measured by the team on the real device (separate from the datasheet)."""
+    """Figures this project measured on the real device (kept apart from the datasheet)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

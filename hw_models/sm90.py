@@ -333,7 +333,7 @@ def smem_bytes(cfg: Sm90GemmConfig) -> int:
     live at once), then the pipelines.  Ptr-array kernels (sm90_gemm_array_tma_warpspecialized_cooperative.hpp
     :178-207, pingpong :184-214): tensors {mainloop; epilogue} first, then the pipelines (plus the group
     scheduler's PipelineAsync<8>), 8 scheduler responses, and the TMA descriptors (A, B; C and 2 x D)
-    aligned to 128 B (checked against E's H200 grouped / MoE programs)."""
+    aligned to 128 B (checked against the H200 grouped / MoE runs in benchmarks/results/cuda_kinds_h200.json)."""
     stages = cfg.stages or auto_stages(cfg)
     epi_tensors, epi_align, epi_pipeline = epilogue_layout(cfg)
     align = max(128, epi_align)

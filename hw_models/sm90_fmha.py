@@ -99,7 +99,7 @@ class Sm90FmhaConfig(TileConfig):
         return size, align, min(epi_tiles, 4)
 
     def smem_bytes(self) -> int:
-        """sizeof(Kernel::SharedStorage), matched to E's H200 programs (benchmarks/results/cuda_kinds_h200.json).
+        """sizeof(Kernel::SharedStorage), matched to the H200 runs (benchmarks/results/cuda_kinds_h200.json).
 
         Mainloop SharedStorage (fmha_collective_tma*.hpp:115-137): Q (StagesQ x BlockQO/StagesQ rows =
         BlockQO x HeadDim) + K/V stages in a union.  Warp-specialized kernel

@@ -117,7 +117,7 @@ class StageContext:
     knowledge: list[str] = field(default_factory=list)
     llm: Any = None  # an LLM client when the engine is "llm"
     attempt: int = 0
-    # Added by the pipeline (D1); defaults keep older constructors valid:
+    # Set by the pipeline; the defaults keep older constructors valid:
     baseline: Evaluation | None = None  # the original kernel's evaluation
     stage_input: Evaluation | None = None  # evaluation of ``current_source``
     prompt_dirs: list[Path] = field(default_factory=list)  # the DSL plugin's template folders
@@ -137,7 +137,7 @@ class StageImpl(Protocol):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Analysis: issues and their categories (added by the pipeline, D1).
+# Analysis: issues and their categories.
 #
 # The category list is FIXED (an analysis that returns another category is rejected, never guessed);
 # each category maps to exactly one stage, which is how the plan is derived from the analysis.

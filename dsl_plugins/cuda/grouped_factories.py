@@ -1,6 +1,6 @@
-"""Lazy factories for the cuda plugin's grouped GEMM, MoE GEMM and FMHA tile kernels (issue 6).
+"""Lazy factories for the cuda plugin's grouped GEMM, MoE GEMM and FMHA tile kernels.
 
-``tile_kernels.KERNEL_FACTORIES`` appends :data:`ISSUE6_FACTORIES`; each factory imports its kernel
+``tile_kernels.KERNEL_FACTORIES`` appends :data:`GROUPED_AND_FMHA_FACTORIES`; each factory imports its kernel
 module only when called, so a broken kernel module cannot break plugin discovery.
 """
 
@@ -33,4 +33,4 @@ def fa_decode() -> Any:
     return FmhaKernel("fa_decode")
 
 
-ISSUE6_FACTORIES: tuple[Any, ...] = (grouped_gemm, moe_gemm, fa_prefill, fa_decode)
+GROUPED_AND_FMHA_FACTORIES: tuple[Any, ...] = (grouped_gemm, moe_gemm, fa_prefill, fa_decode)

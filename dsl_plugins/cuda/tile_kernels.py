@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelpilot.dsl_plugins.cuda.grouped_factories import ISSUE6_FACTORIES
+from kernelpilot.dsl_plugins.cuda.grouped_factories import GROUPED_AND_FMHA_FACTORIES
 from kernelpilot.hookspecs import hookimpl
 
 
@@ -21,7 +21,7 @@ def _gemm() -> Any:
 
 
 KERNEL_FACTORIES: tuple[Any, ...] = (_gemm,)
-KERNEL_FACTORIES += ISSUE6_FACTORIES  # grouped_gemm, moe_gemm, fa_prefill, fa_decode (issue 6)
+KERNEL_FACTORIES += GROUPED_AND_FMHA_FACTORIES  # grouped_gemm, moe_gemm, fa_prefill, fa_decode
 
 
 @hookimpl
