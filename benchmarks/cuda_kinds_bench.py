@@ -1,4 +1,4 @@
-"""Benchmark the CUDA grouped GEMM, MoE GEMM and Hopper FMHA kinds on the GPU next to PyTorch (issue 6).
+"""Benchmark the CUDA grouped GEMM, MoE GEMM and Hopper FMHA kinds on the GPU next to PyTorch.
 
 For every workload of ``cuda_kinds_common``: run each candidate program (built by
 ``cuda_kinds_build.py`` through the tuner's builder; missing ones are built here), each measuring all
@@ -315,7 +315,7 @@ def main() -> int:
     gemm_default_label = f"grouped_gemm_bf16_{config_label(normalize_gemm_config(default_gemm))}"
     results: dict[str, Any] = {}
     doc = {
-        "what": "CUDA grouped GEMM / MoE GEMM / Hopper FMHA: tuned vs library default vs PyTorch (issue 6)",
+        "what": "CUDA grouped GEMM / MoE GEMM / Hopper FMHA: tuned vs library default vs PyTorch",
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": " ".join([sys.executable, *sys.argv]),
         "versions": versions(),

@@ -1,5 +1,5 @@
 #!/bin/bash
-# One device call: the CUDA source examples through `kernelpilot optimize --engine rules` on the GPU,
+# One GPU run: the CUDA source examples through `kernelpilot optimize --engine rules` on the GPU,
 # then original vs optimized side by side; JSON + log in $OUT.  Run from the repository root:
 #
 #   bash benchmarks/cuda_source_device.sh                      # cuda_gemm_bias_relu + cuda_inline_softmax

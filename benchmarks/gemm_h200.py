@@ -1,4 +1,4 @@
-"""H200 evidence for the tile tuner (issue 4): cuBLAS side by side, cold/warm wall time, exhaustive
+"""H200 evidence for the tile tuner: cuBLAS side by side, cold/warm wall time, exhaustive
 ground truth over the ten GEMM shapes.  Run on the GPU machine from the repository root:
 
     python benchmarks/gemm_h200.py --out $OUT --jobs 15 --phases cublas,cold,warm,gt --gt-minutes 5.5

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Driver for the H200 device machine (run from the repository root; $OUT is where results go back).
+# Driver for one H200 run (from the repository root; results go to $OUT, default /tmp/out).
 # Carried (git-ignored) inputs: .kp-whl/ (pydantic, pydantic-settings wheels for Python 3.12),
 # .kp-cutlass/cutlass-4.2-include.tar.xz (nvidia-cutlass 4.2.0 wheel's include + tools/util/include),
 # .kp-cutlass/bin/ (two binaries built on the CPU machine for a 10-second smoke test).

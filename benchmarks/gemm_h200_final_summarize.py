@@ -1,4 +1,4 @@
-"""Tuned CUTLASS vs cuBLAS, side by side in one device call (no GPU needed to summarize).
+"""Tuned CUTLASS vs cuBLAS, side by side in one GPU run (no GPU needed to summarize).
 
     python benchmarks/gemm_h200_final_summarize.py DIR > benchmarks/results/gemm_h200_final.json
 
@@ -58,7 +58,7 @@ def main() -> int:
             "timed_from_cuda_graph": sorted(g for g in graphs if g is not None),
         })  # fmt: skip
     doc = {
-        "what": "tuned CUTLASS sm90a GEMM (kernelpilot) vs cuBLAS (torch.matmul), bf16 rr, fp32 accumulate, one device call",
+        "what": "tuned CUTLASS sm90a GEMM (kernelpilot) vs cuBLAS (torch.matmul), bf16 rr, fp32 accumulate, one GPU run",
         "device": run["device_name"], "toolchain": run["toolchain"], "library": run["library"],
         "template_version": run["template_version"], "torch": cb1["torch"], "date": summary["date"],
         "command": summary["command"], "phases": summary["phases"],

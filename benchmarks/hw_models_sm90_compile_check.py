@@ -1,7 +1,7 @@
 """Compile-check sm90 configs the hardware model accepts (no GPU needed): build, read ptxas, compare stages.
 
 For each config this renders the project's CUTLASS GEMM program (dsl_plugins/cuda/gemm.py
-``render_source``), compiles it with nvcc for sm_90a under the team's build lock, and records
+``render_source``), compiles it with nvcc for sm_90a under a build lock (flock), and records
 whether it compiled, the spill bytes ptxas reports for the GEMM kernel, and the mainloop stage count
 CUTLASS chose (from the kernel's mangled name, ``MainloopSm90TmaGmmaWarpSpecialized<Stages,...>``)
 next to the model's prediction.  Writes benchmarks/results/hw_models_sm90_compile_check.json.

@@ -16,7 +16,7 @@ wheels and unpack the CUTLASS headers first):
           <= 10 % extra wall time and gives the same results.
 ``2gpu``  phases ``1gpu`` (``--gpus 0``), ``2gpu`` (``--gpus 0,1``), ``cluster1`` (``--cluster local
           --gpus 0``), ``cluster2`` (``--cluster local --gpus 0,1``), each with a COLD build cache;
-          pick phases with ``--phases`` to fit the 10-minute device calls; ``merge`` combines the
+          pick phases with ``--phases`` to keep each run under 10 minutes; ``merge`` combines the
           per-phase files.
 
 CPU rehearsal (no GPU, no compiler): add ``--replay STORE`` and ``--gpus-override 0,1``; everything
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-# issue 4's GEMM shapes (bf16, row-major A[M,K] @ B[K,N]); the first N are used
+# the tile tuner's ten H200 GEMM shapes (benchmarks/gemm_h200.py; bf16, row-major A[M,K] @ B[K,N]); the first N are used
 SHAPES = [
     ("m8192_n6144_k4096", 8192, 6144, 4096),
     ("sq4096", 4096, 4096, 4096),

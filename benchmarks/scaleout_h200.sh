@@ -1,7 +1,8 @@
 #!/bin/bash
-# Issue 8, one H200: the same GEMM batch in-process and through `--cluster local` (Dask), side by side.
-# Run on the device from the repository root, carrying the git-ignored inputs:
-#   run(command="bash benchmarks/scaleout_h200.sh", carry=[".whl", ".kp-cutlass"], kind="nvidia-h200")
+# One H200: the same GEMM batch in-process and through `--cluster local` (Dask), side by side.
+# Run on the GPU machine from the repository root with the git-ignored inputs .whl/ and .kp-cutlass/
+# present (see benchmarks/scaleout_setup.sh):
+#   bash benchmarks/scaleout_h200.sh
 # Writes $OUT/scaleout_h200.json (copy it to benchmarks/results/) plus the per-run JSONs in $OUT/runs.
 # About 6-9 minutes: a cold warm-up build (~3 GEMM shapes x 6 configs, --jobs 16), then 2 alternating
 # pairs of in-process / cluster runs on the warm cache.  Extra arguments go to scaleout_bench.py

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Sourced by benchmarks/scaleout_h200.sh and benchmarks/scaleout_2gpu.sh on the device machine
-# (repository root; nothing can be downloaded there).  Carried, git-ignored inputs:
+# Sourced by benchmarks/scaleout_h200.sh and benchmarks/scaleout_2gpu.sh on the GPU machine
+# (repository root; works without network access).  Carried, git-ignored inputs:
 #   .whl/        cp312 wheels of what the device image lacks (dask, distributed, pydantic, optuna, ...)
 #   .kp-cutlass/cutlass-4.2-include.tar.xz   CUTLASS 4.2 include/ + tools/util/include/
 # Leaves: PYTHONPATH with the wheels, kernelpilot installed editable, CUTLASS_DIR, OUT.

@@ -2,7 +2,7 @@
 // examples/cuda_row_rms.  GROUP work-items share a row (strided loads, then a sub-group reduction);
 // a work-group of WG work-items handles WG / GROUP rows.  Defaults: one work-item per row (naive).
 // Built by kernelpilot with icpx together with its runner (file I/O contract, see
-// docs/cuda_sycl_sources.md); NOT run on Intel hardware by the kernelpilot team yet.
+// docs/cuda_sycl_sources.md); NOT yet run on Intel hardware.
 #include "kernelpilot_sycl.hpp"
 
 #ifndef WG

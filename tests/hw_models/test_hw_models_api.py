@@ -139,7 +139,7 @@ def test_xe_gemm_space_has_thousands_fast() -> None:
 
 
 def test_sm90_bf16_space_size_is_practical() -> None:
-    """The lead builds every legal bf16 row/row GEMM config on the H200: keep it in 50-120."""
+    """Every legal bf16 row/row GEMM config gets built for the H200 ground truth: keep it in 50-120."""
     sm90 = get_target_model("sm90")
     configs = list(sm90.enumerate("gemm", "bf16", {**GEMM_8K, "layout": "rr"}))
     assert 50 <= len(configs) <= 120

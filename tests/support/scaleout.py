@@ -1,7 +1,7 @@
 """Shared helpers for the scale-out tests: a replay store and the batch that runs on it.
 
-Replay data: B's recorded H200 store (``tests/data/replay/*.sqlite``) when it is in the tree; until
-then a store this module records itself through the results-store API.  The self-recorded store is
+Replay data: the recorded H200 store (``tests/data/replay/*.sqlite``) when it is in the tree;
+otherwise a store this module records itself through the results-store API.  The self-recorded store is
 clearly synthetic (device ``synthetic-test``): time = the sm90 cost model's estimate times a
 deterministic per-config factor, plus a few failing configs.  The scale-out tests compare executors
 with each other on the same store, so they need *some* fixed measurements, not true ones.

@@ -4,7 +4,7 @@ The store holds the exhaustive ground truth of benchmarks/gemm_h200.py: 34 confi
 shapes measured on an H200 (CUTLASS 4.2.0, nvcc 13.0); see benchmarks/results/gemm_h200_results.json;
 plus, for the two M <= 64 shapes, the 30 skinny-tile configs (tile N 16/32) the model adds there
 (benchmarks/results/gemm_h200_skinny_run.json), and for M = 16 the 18 swap-AB configs
-(benchmarks/results/gemm_h200_swap_run.json), both from a later session on the same kind of H200.
+(benchmarks/results/gemm_h200_swap_run.json), both measured later on the same kind of H200.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def test_exhaustive_replay_via_cli_finds_the_recorded_best(tmp_path):
     {"M": 1024, "N": 1024, "K": 1024},
 ])  # fmt: skip
 def test_model_proposer_reaches_98_percent_of_exhaustive_within_16(tmp_path, dims):
-    """Issue 4's proposer target, checked on the recorded ground truth (batches of 8: one refinement round)."""
+    """The model proposer's target (>= 98 % of the exhaustive best within 16), on the recorded ground truth (batches of 8: one refinement round)."""
     from kernelpilot.dsl_plugins.cuda.gemm import CutlassSm90Gemm
     from kernelpilot.targets import get_target_model
     from kernelpilot.tile_tuner.engine import TuneEngine, TuneOptions, Workload

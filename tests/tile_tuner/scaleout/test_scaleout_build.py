@@ -1,6 +1,6 @@
 """The real build-and-run path through the scale-out executors, on CPUs.
 
-B's toy TileKernel (tests/support/tuner_doubles.py) is a real C++ program built by the real builder (CMake +
+The toy TileKernel (tests/support/tuner_doubles.py) is a real C++ program built by the real builder (CMake +
 ninja + the host compiler) that prints the kernel contract's JSON line; it stands in for the GPU only
 in that its "time" is a formula of its config.  Through Dask, programs are compiled in build tasks on
 workers, their bytes travel in task results to the workers holding a ``GPU`` resource, and run there;
