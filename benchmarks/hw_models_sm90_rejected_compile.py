@@ -53,15 +53,16 @@ COMPILE_ERROR_RULES = {
     # sizeof(SharedStorage) <= 232448 first ("kernel shared storage exceeds the 227 KB sm90 limit")
     "sm90.smem_capacity",
 }
-#: what the H200 did with the configs that compile, measured earlier and recorded in the team's reference
-#: notes (/work/shared/reference/cutlass_sm90.md, section and table row); NOT measured by this script
+#: what the H200 did with the configs that compile, measured earlier and described in
+#: docs/reference/sm90_h200_measurements.md (section named per row); NOT measured by this script
 REFERENCE_RUNS = {
     "256x256x64_c1x1_coop": "H200 8192^3: 26.73 ms = 41 TFLOP/s vs 556-689 for legal coop tiles; ptxas 4.7 KB "
-    "spills (cutlass_sm90.md T8 and the timing table row '256x256x64 coop (spills)')",
+    "spills (docs/reference/sm90_h200_measurements.md, accumulator register spills)",
     "128x256x64_c1x1_pp": "H200 8192^3: 25.64 ms = 43 TFLOP/s vs 556-689; ptxas 4.7 KB spills "
-    "(cutlass_sm90.md T8, timing table row '128x256x64 pingpong (spills)')",
+    "(docs/reference/sm90_h200_measurements.md, accumulator register spills)",
     "128x128x64_c1x1_pp_tma_coop": "H200: runs (8192^3 2.025 ms) but verification fails: 318325 of 370240 "
-    "outputs wrong on 712x520x264, max error 34.6 (cutlass_sm90.md E3)",
+    "outputs wrong on 712x520x264, max error 34.6 (docs/reference/sm90_h200_measurements.md, mismatched "
+    "mainloop and epilogue schedules)",
 }
 
 

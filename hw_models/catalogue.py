@@ -69,8 +69,8 @@ class Device(BaseModel):
             return table[dtype]
         if measured:
             return self.peak(dtype, measured=False)
-        # Types without a native tensor-core path are upconverted to 16 bit (Xe fp8/fp4/int4 inputs,
-        # sycl_tla.md 1.3): their ceiling is the bf16/f16 rate.
+        # Types without a native tensor-core path are upconverted to 16 bit (Xe fp8/fp4/int4 inputs:
+        # sycl-tla xe_mma_builder.inl:44-53 picks a bf16/f16 DPAS): their ceiling is the bf16/f16 rate.
         for fallback in ("bf16", "f16"):
             if fallback in table:
                 return table[fallback]

@@ -15,7 +15,7 @@ The model per target is a tile-level roofline:
 
 All constants are named at the top and meant to be recalibrated from measurements (the tuner's
 results store); the defaults reproduce the ordering of the H200 measurements in
-shared/reference/cutlass_sm90.md §2.4 (128x256 coop 2x1 > 128x128 pingpong > 128x128 coop > ws >
+docs/reference/sm90_h200_measurements.md#dense-gemm-timings (128x256 coop 2x1 > 128x128 pingpong > 128x128 coop > ws >
 64x256 pingpong).
 """
 
@@ -58,7 +58,7 @@ SM90_PTR_ARRAY_NOSMEM_EFF = 1.0 / 1.117
 
 def sm90_active_ctas(cores: int, cluster_size: int) -> int:
     """CTAs the persistent grid can keep resident: H200 measured 132 SMs for clusters of 1-2 and 120 for
-    2x2 (max_active_clusters 30, cutlass_sm90.md C5); larger clusters fragment GPCs further (estimate)."""
+    2x2 (max_active_clusters 30, docs/reference/sm90_h200_measurements.md#clusters-and-occupancy); larger clusters fragment GPCs further (estimate)."""
     if cluster_size <= 2:
         return cores - cores % cluster_size
     loss = {4: 12, 8: 20, 16: 36}.get(cluster_size, cores // 4)

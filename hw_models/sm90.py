@@ -3,8 +3,8 @@
 Scope: kernels built with ``CollectiveBuilder<arch::Sm90, OpClassTensorOp, ...>`` on the TMA
 warp-specialized ("SS") path: dense GEMM (``gemm``) and ptr-array grouped GEMM (``grouped_gemm``).
 Every rule cites NVIDIA/cutlass at commit 7107b05535f8977f5ecb9d01ee203205b1fd9bc4 (``file:line``
-or the static_assert text, which is stable across 3.5-4.x) or the H200 measurements recorded in
-``/work/shared/reference/cutlass_sm90.md`` (§ numbers below).  The compiler is a slow and
+or the static_assert text, which is stable across 3.5-4.x) or the H200 measurements in
+``docs/reference/sm90_h200_measurements.md`` (section names below).  The compiler is a slow and
 incomplete checker (12-62 s per rejection, and two illegal classes are not rejected at all: a
 ping-pong mainloop with a cooperative TMA epilogue gives wrong results, and >128 fp32 accumulator
 registers per thread spill and run ~15x slower), so everything is checked here before a build.
@@ -61,7 +61,7 @@ PTR_ARRAY_RESPONSE_BYTES = 16
 #: (sm90_epilogue_array_tma_warpspecialized.hpp:243-246, epilogue/dispatch_policy.hpp:59-60)
 TMA_DESCRIPTOR_BYTES = 128
 PTR_ARRAY_EPILOGUE_TENSORMAPS = (1 + 2) * TMA_DESCRIPTOR_BYTES
-#: fp32 accumulator registers per MMA thread above which ptxas spills (cutlass_sm90.md T8, measured)
+#: fp32 accumulator registers per MMA thread above which ptxas spills (measured: docs/reference/sm90_h200_measurements.md#accumulator-register-spills)
 MAX_ACC_REGISTERS = 128
 
 SCHEDULES = ("cooperative", "pingpong", "ws")
@@ -188,7 +188,7 @@ class Sm90GemmConfig(TileConfig):
 
     @property
     def acc_registers(self) -> int:
-        """fp32 accumulator registers per MMA thread (cutlass_sm90.md T8)."""
+        """fp32 accumulator registers per MMA thread (TM*TN / threads of the MMA warpgroups)."""
         return self.tile[0] * self.tile[1] // self.mma_threads
 
     def effective_epilogue(self) -> str:
@@ -483,7 +483,8 @@ class Sm90Model(TargetModel):
                 "grouped_gemm supports the cooperative and pingpong schedules only (no ws)",
             )
         # accumulator registers: coop 2 WGs share the tile, pingpong/ws one WG holds it
-        # (cooperative.hpp / pingpong.hpp register reconfiguration to 232/240; measured spills, cutlass_sm90.md T8)
+        # (cooperative.hpp / pingpong.hpp register reconfiguration to 232/240; measured spills:
+        # docs/reference/sm90_h200_measurements.md#accumulator-register-spills)
         out.require(
             cfg.acc_registers <= MAX_ACC_REGISTERS,
             "sm90.acc_registers",
@@ -499,7 +500,8 @@ class Sm90Model(TargetModel):
                 "MMA_TILE_M must divide EPI_TILE_M",
             )
         if cfg.schedule in ("pingpong", "ws") and eff == "tma_coop":
-            # pingpong: measured on the H200, compiles, runs, wrong results (cutlass_sm90.md E3); ws: never emitted
+            # pingpong: measured on the H200, compiles, runs, wrong results (docs/reference/
+            # sm90_h200_measurements.md#mismatched-mainloop-and-epilogue-schedules); ws: never emitted
             # by the generator (sm90_utils.py get_valid_schedules pairs ws with TmaWarpSpecialized/NoSmem only)
             detail = (
                 "compiles but gives wrong results (measured: 318325 of 370240 outputs wrong)"

@@ -305,7 +305,7 @@ def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) ->
     steps = ceil_div(kv_len, kv)
     # each KV step costs the larger of the two GEMMs and the softmax over the qo x kv scores (exp, max,
     # rescale on the CUDA cores); at small head dims the softmax dominates (measured d64: 341-476 TFLOP/s
-    # against 683 at d128, cutlass_sm90.md 5.2)
+    # against 683 at d128, docs/reference/sm90_h200_measurements.md#hopper-fmha-example-88)
     softmax = qo * kv * FA_SOFTMAX_S_PER_SCORE[cfg.schedule]
     step = max(2.0 * qo * kv * 2 * d / per_cta_flops, softmax)
     waves = ceil_div(ctas, cores * ctas_per_sm)

@@ -352,7 +352,8 @@ class XeModel(TargetModel):
             f"{how} has {cfg.num_sg()} subgroups ({16 * cfg.num_sg()} work-items); at most {MAX_SG} per work-group "
             "in 256-GRF mode (xe_mma_builder.inl:95 MaxSG)",
         )
-        # -- GEMM mainloops never reduce across SG_K (sycl_tla.md 2.4; only FA's PV GEMM splits K)
+        # -- GEMM mainloops never reduce across SG_K (xe_mma.hpp mainloop; TiledMMAHelper in
+        # include/cute/atom/mma_atom.hpp:676-700 only lays SG_K out; only FA's PV GEMM splits K)
         out.require(
             sg[2] == 1,
             "xe.gemm.sg_k",
@@ -475,7 +476,10 @@ class XeModel(TargetModel):
         )
 
     def _grf_warning(self, cfg: XeGemmConfig, out: Collector) -> None:
-        """Soft GRF model (sycl_tla.md 2.8): accumulator + A + B fragments per subgroup vs 16 KB (256 GRF)."""
+        """Soft GRF model: accumulator + A + B fragments per subgroup vs 16 KB (256 GRF x 64 B).
+
+        Soft because sycl-tla benchmarks 512x256x32 (64x64 per subgroup, 16 KB of accumulators alone;
+        benchmarks/gemm/benchmarks_sycl.hpp:53-60): exceeding the estimate is a warning, not a rejection."""
         pm, pn, _ = cfg.per_sg()
         wk = cfg.wg[2]
         acc = pm * pn * 4
@@ -793,7 +797,7 @@ class XeModel(TargetModel):
             return
         atom_k = builder_atom(pair, 8).k
         stages = default_stages(kernel)
-        # Observed ranges of every repo GEMM config (sycl_tla.md 2.8): per-SG tiles 8x16 .. 64x64,
+        # Observed ranges of sycl-tla's GEMM configs (examples/, benchmarks/gemm/): per-SG tiles 8x16 .. 64x64,
         # WG_K 1-4 DPAS K steps (16/32/64 for 16-bit types), power-of-two SG counts up to 32.
         per_sg_m = (8, 16, 32, 64)
         per_sg_n = (16, 32, 64)

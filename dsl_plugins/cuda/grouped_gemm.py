@@ -48,7 +48,7 @@ MAX_GROUPS = 4096
 MAX_DIM = 1 << 20
 
 # schedule -> (kernel schedule, matching TMA epilogue).  A ping-pong mainloop with the cooperative
-# epilogue compiles and gives wrong results (cutlass_sm90.md E3): the pairing is fixed here.
+# epilogue compiles and gives wrong results (docs/reference/sm90_h200_measurements.md): the pairing is fixed here.
 SCHEDULES = {
     "cooperative": (
         "cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative",

@@ -216,7 +216,7 @@ def test_neighbours_are_legal_and_distinct() -> None:
 
 
 def test_sm90_cost_model_reproduces_measured_order() -> None:
-    """H200 8192^3 bf16 measurements (cutlass_sm90.md 2.4): 128x256 coop 2x1 (651-704) > 128x128 pp 1x2 (573)
+    """H200 8192^3 bf16 measurements (docs/reference/sm90_h200_measurements.md): 128x256 coop 2x1 (651-704) > 128x128 pp 1x2 (573)
     > 128x128 coop (556) > ws (525) > 64x256 pp (376).  Estimates must rank them in that order and stay below peak."""
     sm90 = get_target_model("sm90")
     order = [
@@ -252,7 +252,7 @@ def test_rank_puts_small_tiles_first_for_small_problems() -> None:
 
 
 def test_sm90_fmha_cost_model_reproduces_measured_order() -> None:
-    """H200 example-88 runs (cutlass_sm90.md 5.2), b4 h32 q=k=8192 d64: tma 64x128 (476) > pingpong 128x64
+    """H200 example-88 runs (docs/reference/sm90_h200_measurements.md), b4 h32 q=k=8192 d64: tma 64x128 (476) > pingpong 128x64
     (368) > cooperative 128x64 (341); the softmax, not the MMAs, limits the warp-specialized kernels there."""
     sm90 = get_target_model("sm90")
     problem = {
@@ -350,8 +350,8 @@ def test_calibration_recovers_per_schedule_factors() -> None:
 
 
 def test_xe_cost_model_in_range_of_public_measurements() -> None:
-    """Arc Pro B60: sycl-tla bf16 GEMM measured 72-82 TFLOP/s for M >= 256 (vllm-xpu-kernels PR #294,
-    anchors.md C.2).  The model's best estimate for a large GEMM must land near that band (60-90), and
+    """Arc Pro B60: sycl-tla bf16 GEMM measured 72-82 TFLOP/s for M >= 256 (vllm-project/vllm-xpu-kernels
+    PR #294).  The model's best estimate for a large GEMM must land near that band (60-90), and
     the library default must not beat the model's best."""
     bmg = get_target_model("bmg")
     problem = {"M": 4096, "N": 4096, "K": 4096}

@@ -47,7 +47,7 @@ for tile, cl, kernel, epi, sk, kn, en in sorted(rows):
            f"schedule: {kernel}, epilogue: {epi}, tile_scheduler: {'streamk' if sk else 'persistent'}}}")
     src = f"generator emits {kn}{'+StreamK' if sk else ''} / {en}"
     if acc > 128:
-        print(f"  - {{source: \"{src}; compiles but keeps {acc} fp32 acc regs/thread: spills (cutlass_sm90.md T8)\", "
+        print(f"  - {{source: \"{src}; compiles but keeps {acc} fp32 acc regs/thread: spills (docs/reference/sm90_h200_measurements.md)\", "
               f"config: {cfg}, expect: invalid, rules: [sm90.acc_registers]}}")
     else:
         print(f"  - {{source: \"{src}\", config: {cfg}, expect: valid}}")

@@ -36,7 +36,7 @@ def test_dry_run_renders_grouped_programs_without_compiler(cli, tmp_path: Path):
     text = "\n".join(p.read_text() for p in sources)
     assert "KernelPtrArrayTmaWarpSpecialized" in text
     assert "PtrArrayTmaWarpSpecializedCooperative" in text or "PtrArrayNoSmemWarpSpecialized" in text
-    # a ping-pong mainloop never meets the cooperative epilogue (wrong results, cutlass_sm90.md E3)
+    # a ping-pong mainloop never meets the cooperative epilogue (wrong results: docs/reference/sm90_h200_measurements.md)
     for p in sources:
         src = p.read_text()
         if "KernelPtrArrayTmaWarpSpecializedPingpong;" in src:
