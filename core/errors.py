@@ -34,3 +34,27 @@ class ToolMissingError(KernelpilotError):
     """A required external tool (compiler, headers, GPU) is not available on this machine."""
 
     exit_code = EXIT_RUNTIME
+
+
+class StoreError(InputError):
+    """A results, replay or trial store that is corrupt, of another schema version, or not a store.
+
+    A usage error (exit 2): the user points at another file or moves the damaged one aside; nothing
+    is created or overwritten in its place."""
+
+
+def validation_lines(exc: object, data: object = None) -> list[str]:
+    """Every error of a pydantic ``ValidationError`` as ``field: message`` lines (not just the first).
+
+    An unknown key reads as ``unknown key`` and a wrong literal shows the value given, so a typo such
+    as ``dimz`` is reported as itself rather than as the field it should have been."""
+    lines = []
+    for err in exc.errors():  # type: ignore[attr-defined]
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(top level)"
+        msg = err.get("msg", "invalid")
+        if err.get("type") == "extra_forbidden":
+            msg = "unknown key"
+        elif err.get("type") == "literal_error":
+            msg = f"{msg} (got {err.get('input')!r})"
+        lines.append(f"{loc}: {msg}")
+    return lines

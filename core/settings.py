@@ -131,6 +131,10 @@ def load_settings(
             file=spec_file,
         )
     merged = {**normalized_spec, **normalized_cli}
+    if env_file is not None and Path(env_file).exists():
+        from kernelpilot.fileio import read_text
+
+        read_text(env_file, what=".env file")  # a binary, unreadable or folder .env: a clean message
     try:
         return Settings(_env_file=env_file, **merged)  # type: ignore[call-arg]
     except ValidationError as exc:

@@ -35,7 +35,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kernelpilot.errors import InputError
+from kernelpilot.errors import InputError, validation_lines
 
 # Canonical dtype names (torch attribute names) and the aliases users write.
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2")
@@ -91,6 +91,7 @@ _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
+_MAX_BITS = 256  # no dimension, FLOP or byte count comes near 2**256; a formula past it is a mistake
 _UNARY: dict[type, Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 _FUNCS: dict[str, Callable[..., Any]] = {
     "min": min,
@@ -130,6 +131,14 @@ def evaluate_formula(expr: str | int | float, dims: Mapping[str, int | float]) -
     except SyntaxError as exc:
         raise ValueError(f"formula {expr!r} is not a valid expression: {exc.msg}") from None
 
+    def bounded(value: Any) -> Any:
+        # every intermediate stays finite and below 2**_MAX_BITS, so no formula can hang or overflow
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"formula {expr!r}: a step evaluates to {value}")
+        if abs(value) > 2**_MAX_BITS:
+            raise ValueError(f"formula {expr!r}: a step exceeds 2**{_MAX_BITS}")
+        return value
+
     def walk(node: ast.AST) -> Any:
         if isinstance(node, ast.Expression):
             return walk(node.body)
@@ -138,7 +147,7 @@ def evaluate_formula(expr: str | int | float, dims: Mapping[str, int | float]) -
             and isinstance(node.value, (int, float))
             and not isinstance(node.value, bool)
         ):
-            return node.value
+            return bounded(node.value)
         if isinstance(node, ast.Name):
             if node.id not in dims:
                 raise ValueError(
@@ -147,21 +156,31 @@ def evaluate_formula(expr: str | int | float, dims: Mapping[str, int | float]) -
             value = dims[node.id]
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ValueError(f"formula {expr!r}: dimension {node.id!r} is {value!r}, not a number")
-            return value
+            return bounded(value)
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             left, right = walk(node.left), walk(node.right)
-            if isinstance(node.op, ast.Pow) and abs(right) > 64:
-                raise ValueError(f"formula {expr!r}: exponent {right} is too large")
+            if isinstance(node.op, ast.Pow) and (
+                abs(right) > 64 or (abs(left) > 1 and right * math.log2(abs(left)) > _MAX_BITS)
+            ):
+                raise ValueError(f"formula {expr!r}: {left} ** {right} is too large")
             try:
-                return _BINOPS[type(node.op)](left, right)
+                return bounded(_BINOPS[type(node.op)](left, right))
             except ZeroDivisionError:
                 raise ValueError(f"formula {expr!r} divides by zero") from None
+            except (OverflowError, TypeError) as exc:
+                raise ValueError(f"formula {expr!r}: {exc}") from None
         if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
             return _UNARY[type(node.op)](walk(node.operand))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS:
             if node.keywords:
                 raise ValueError(f"formula {expr!r}: keyword arguments are not allowed")
-            return _FUNCS[node.func.id](*[walk(a) for a in node.args])
+            args = [walk(a) for a in node.args]
+            try:
+                return bounded(_FUNCS[node.func.id](*args))
+            except (ArithmeticError, TypeError, ValueError) as exc:
+                raise ValueError(
+                    f"formula {expr!r}: {node.func.id}({', '.join(map(str, args))}) failed: {exc}"
+                ) from None
         raise ValueError(
             f"formula {expr!r}: {type(node).__name__} is not allowed (numbers, dimension names, "
             f"+ - * / // % **, and {', '.join(_FUNCS)} only)"
@@ -225,9 +244,11 @@ class VariantEntry(BaseModel):
     @field_validator("dims")
     @classmethod
     def _dims(cls, value: dict[str, Any]) -> dict[str, Any]:
-        for name in value:
+        for name, dim in value.items():
             if not DIM_NAME.match(str(name)):
                 raise ValueError(f"dimension name {name!r} is not an identifier")
+            if isinstance(dim, float) and not math.isfinite(dim):
+                raise ValueError(f"dimension {name} = {dim} is not a finite number")
         return value
 
 
@@ -350,6 +371,8 @@ class KernelSpec:
         def dim_value(ref: DimRef, fld: str) -> int | float:
             if isinstance(ref, bool):
                 raise InputError(f"{ref!r} is not a dimension", file=self.path, field=fld)
+            if isinstance(ref, float) and not math.isfinite(ref):
+                raise InputError(f"{ref} is not a finite number", file=self.path, field=fld)
             if isinstance(ref, (int, float)):
                 return ref
             if ref in dims:
@@ -485,7 +508,9 @@ def parse_spec(data: Any, *, path: str | None = None) -> KernelSpec:
             inputs[str(name)] = InputSpec.model_validate(dict(value))
         except ValidationError as exc:
             err = exc.errors()[0]
-            raise InputError(err["msg"], file=path, field=f"inputs.{name}.{_loc(err)}".rstrip(".")) from None
+            raise InputError(
+                "; ".join(validation_lines(exc)), file=path, field=f"inputs.{name}.{_loc(err)}".rstrip(".")
+            ) from None
         if inputs[str(name)].range is not None and inputs[str(name)].is_float:
             raise InputError(
                 "range is only for integer inputs (float inputs are drawn from a normal distribution)",
@@ -547,7 +572,9 @@ def parse_spec(data: Any, *, path: str | None = None) -> KernelSpec:
                 err = exc.errors()[0]
                 allowed = ", ".join(VariantEntry.model_fields)
                 raise InputError(
-                    f"{err['msg']} (allowed fields: {allowed})", file=path, field=f"{key}[{i}].{_loc(err)}"
+                    f"{'; '.join(validation_lines(exc))} (allowed fields: {allowed})",
+                    file=path,
+                    field=f"{key}[{i}].{_loc(err)}",
                 ) from None
         variants[key] = entries
     if not variants:
@@ -570,11 +597,12 @@ def parse_spec(data: Any, *, path: str | None = None) -> KernelSpec:
 
 def load_spec(path: str | Path) -> KernelSpec:
     """Read and validate a spec YAML file."""
+    from kernelpilot.fileio import read_text
+
     p = Path(path)
-    if not p.is_file():
-        raise InputError("spec file not found", file=str(p))
+    text = read_text(p, field="--spec", what="spec file")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise InputError(f"not valid YAML: {exc}", file=str(p)) from None
     return parse_spec(data, path=str(p))

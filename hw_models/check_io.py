@@ -22,10 +22,9 @@ from kernelpilot.hw_models.types import TileConfig
 def load_entries(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """Return the raw entries and the shared problem (if any) of a check-tiles input file."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read input: {exc.strerror}", file=str(p)) from exc
+    from kernelpilot.fileio import read_text
+
+    text = read_text(p, field="--input", what="tile list")
     try:
         data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:

@@ -43,7 +43,17 @@ def resolve_device(target: str, user_device: str | None) -> Any:
     except ImportError:  # pragma: no cover - hw_models always ships
         return None
     if user_device:
-        return get_device(user_device)
+        device = get_device(user_device)
+        if getattr(device, "target", target) != target:
+            from kernelpilot.hw_models.catalogue import load_catalogue
+
+            same = sorted(k for k, d in load_catalogue().items() if getattr(d, "target", None) == target)
+            raise InputError(
+                f"device {user_device!r} is a {device.target} GPU, not a {target} one; devices of "
+                f"target {target}: {', '.join(same) or 'none in the catalogue'}",
+                field="--device",
+            )
+        return device
     try:
         live = detect_device(None)
     except Exception:  # noqa: BLE001 - probing must never break a run

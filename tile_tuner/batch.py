@@ -51,7 +51,7 @@ class Settings(BaseModel):
     proposer: ProposerName | None = None
     budget_configs: int | None = Field(None, ge=1, le=100000)
     patience: int | None = Field(None, ge=1)
-    seed: int | None = None
+    seed: int | None = Field(None, ge=0, le=2**32 - 1)  # numpy and optuna seeds are 32-bit
     space: dict[str, list[Any]] | None = None
 
 
@@ -117,24 +117,42 @@ def _where_from_loc(data: dict[str, Any], loc: tuple[Any, ...]) -> tuple[str, st
 
 
 def _raise_validation(path: Path, data: dict[str, Any], exc: ValidationError) -> None:
-    err = exc.errors()[0]
-    workload, fld = _where_from_loc(data, tuple(err["loc"]))
-    msg = err["msg"]
-    if err["type"] == "extra_forbidden":
-        msg = "unknown key"
-    if err["type"] == "literal_error":
-        msg = f"{msg} (got {err.get('input')!r})"
-    prefix = f"{workload}: " if workload else ""
-    raise InputError(f"{prefix}{msg}", file=str(path), field=fld)
+    """One InputError listing every problem pydantic found (a typo key is reported as itself)."""
+    problems: list[tuple[str, str]] = []  # (message, field)
+    for err in exc.errors():
+        workload, fld = _where_from_loc(data, tuple(err["loc"]))
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            allowed = _allowed_keys(tuple(err["loc"]))
+            msg = "unknown key" + (f" (allowed: {', '.join(allowed)})" if allowed else "")
+        if err["type"] == "literal_error":
+            msg = f"{msg} (got {err.get('input')!r})"
+        problems.append((f"{workload}: {msg}" if workload else msg, fld))
+    if len(problems) == 1:
+        raise InputError(problems[0][0], file=str(path), field=problems[0][1])
+    lines = "\n  ".join(f"{fld}: {msg}" for msg, fld in problems)
+    raise InputError(f"{len(problems)} problems:\n  {lines}", file=str(path))
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
+    """The keys allowed where an unknown key was found (so the message can suggest the right one)."""
+    if len(loc) == 1:
+        return [*BatchFile.model_fields] if loc[0] not in XeForgeFile.model_fields else []
+    if loc[0] == "defaults":
+        return [*Settings.model_fields]
+    if loc[0] == "workloads":
+        return [*WorkloadSpec.model_fields]
+    if loc[0] in ("tune-xpu", "tune-gpu", "tune", "tune_xpu", "tune_gpu"):
+        return [*XeForgeEntry.model_fields]
+    return []
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
     import yaml
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", file=str(path)) from exc
+    from kernelpilot.fileio import read_text
+
+    text = read_text(path, what="batch file")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -223,6 +241,17 @@ def _load_xeforge(
     except ValidationError as exc:
         _raise_validation(path, data, exc)
         raise
+    given = [
+        k
+        for k, v in (("tune-xpu", spec.tune_xpu), ("tune-gpu", spec.tune_gpu), ("tune", spec.tune))
+        if v is not None
+    ]
+    if len(given) > 1:
+        raise InputError(
+            f"both {' and '.join(given)} are present; keep one workload list (the others would be ignored)",
+            file=str(path),
+            field=given[1],
+        )
     entries = (
         spec.tune_xpu
         if spec.tune_xpu is not None
@@ -245,7 +274,13 @@ def _load_xeforge(
         extras["output"] = spec.output
     workloads = []
     key = "tune-xpu" if spec.tune_xpu is not None else "tune-gpu" if spec.tune_gpu is not None else "tune"
+    names: set[str] = set()
     for i, entry in enumerate(entries):
+        if entry.name in names:
+            raise InputError(
+                f"workload {entry.name!r}: duplicate name", file=str(path), field=f"{key}[{i}].name"
+            )
+        names.add(entry.name)
         dims = dict(entry.dims)
         if kernel.startswith("fa_"):
             for flag in ("causal", "persistent"):
@@ -266,6 +301,8 @@ def parse_dims(text: str) -> dict[str, Any]:
         k, v = (s.strip() for s in part.split("=", 1))
         if not k:
             raise InputError(f"--dims entry {part!r} has no name", field="--dims")
+        if k in dims:
+            raise InputError(f"--dims gives {k} twice ({text!r}); give each dimension once", field="--dims")
         if v.lower() in ("true", "false"):
             dims[k] = v.lower() == "true"
         else:

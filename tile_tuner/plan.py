@@ -22,6 +22,7 @@ def dry_run(groups: list[Any], options: Any, device: Any) -> dict[str, Any]:
     out_dir: Path = options.out_dir
     plan_workloads: list[dict[str, Any]] = []
     projects: list[dict[str, Any]] = []
+    to_write: list[tuple[list[BuildItem], Any, Path, str]] = []
     for g in groups:
         recipe = g.kernel.build_recipe(g.target, {**options.kernel_options, "dry_run": True})
         items: dict[str, BuildItem] = {}
@@ -79,9 +80,8 @@ def dry_run(groups: list[Any], options: Any, device: Any) -> dict[str, Any]:
             )
         project_dir = out_dir / f"project-{g.kernel_kind}"
         jobs = options.jobs or default_jobs(recipe.memory_gb_per_job)
-        render_project(list(items.values()), recipe, project_dir, options.build_timeout_s)
         commands = describe_commands(project_dir, recipe, jobs)
-        (project_dir / "BUILD.txt").write_text(commands)
+        to_write.append((list(items.values()), recipe, project_dir, commands))
         projects.append(
             {
                 "kernel": g.kernel_kind,
@@ -101,5 +101,10 @@ def dry_run(groups: list[Any], options: Any, device: Any) -> dict[str, Any]:
         "projects": projects,
         "workloads": plan_workloads,
     }
+    # written only now: a group that fails validation leaves no project of an earlier group behind
+    for items_list, recipe, project_dir, commands in to_write:
+        render_project(items_list, recipe, project_dir, options.build_timeout_s)
+        (project_dir / "BUILD.txt").write_text(commands)
+    out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "plan.json").write_text(json.dumps(doc, indent=1, default=str))
     return doc

@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelpilot.errors import StoreError
+
 SCHEMA_VERSION = 1
 
 _SCHEMA = """
@@ -91,26 +93,97 @@ class Measurement:
         return json.loads(self.key.config_key)
 
 
+_COLUMNS = [
+    "key",
+    "target",
+    "device",
+    "toolchain",
+    "library",
+    "template_version",
+    "kernel",
+    "dtype",
+    "layout",
+    "problem",
+    "config_key",
+    "status",
+    "reason",
+    "time_ms",
+    "time_min_ms",
+    "time_max_ms",
+    "tflops",
+    "runtime",
+    "result",
+    "build_s",
+    "run_s",
+    "run_id",
+    "created",
+]
+
+
+def _check_schema(db: sqlite3.Connection, path: Path, field: str | None) -> None:
+    """A store of this schema version, or an empty file; anything else is a :class:`StoreError`."""
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if not tables:
+        return
+    if "meta" not in tables or "measurements" not in tables:
+        raise StoreError(
+            f"not a kernelpilot results store (tables: {', '.join(sorted(tables))})",
+            file=str(path),
+            field=field,
+        )
+    row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    version = row[0] if row else None
+    if version != str(SCHEMA_VERSION):
+        raise StoreError(
+            f"results store schema version {version} is not the supported {SCHEMA_VERSION}; "
+            "point at another store or move this one aside",
+            file=str(path),
+            field=field,
+        )
+    columns = [r[1] for r in db.execute("PRAGMA table_info(measurements)")]
+    if columns != _COLUMNS:
+        raise StoreError(
+            "results store has unexpected columns in 'measurements' (another version?)",
+            file=str(path),
+            field=field,
+        )
+
+
+def check_store_file(path: Path, *, field: str | None = None) -> None:
+    """Fail now, with a message naming the file, if ``path`` is not a readable store (creates nothing)."""
+    from kernelpilot.fileio import check_input_file
+
+    check_input_file(path, field=field, what="results store")
+    ResultsStore(path, readonly=True, field=field).close()
+
+
 class ResultsStore:
     """Thread-safe wrapper around one SQLite file."""
 
-    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+    def __init__(self, path: str | Path, *, readonly: bool = False, field: str | None = None) -> None:
         self.path = Path(path)
-        if readonly:
-            if not self.path.exists():
-                raise FileNotFoundError(self.path)
-            uri = f"file:{self.path.resolve()}?mode=ro"
-            self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
-            self._db.execute(
-                "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-            )
-            self._db.commit()
+        try:
+            if readonly:
+                if not self.path.is_file():
+                    raise StoreError("results store does not exist", file=str(self.path), field=field)
+                uri = f"file:{self.path.resolve()}?mode=ro"
+                self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+                _check_schema(self._db, self.path, field)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+                _check_schema(self._db, self.path, field)
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.executescript(_SCHEMA)
+                self._db.execute(
+                    "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+                )
+                self._db.commit()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"not a readable SQLite results store ({exc})", file=str(self.path), field=field
+            ) from None
         self._lock = threading.Lock()
 
     def close(self) -> None:

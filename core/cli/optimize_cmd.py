@@ -135,11 +135,29 @@ def run(args: argparse.Namespace) -> int:
         cli_settings=cli_settings(args),
         prepare=False,
     )
+    _check_output_paths(args, session.settings)
     engine = session.settings.resolved_engine()
     log = (lambda m: None) if args.quiet or args.json else (lambda m: print(m, file=sys.stderr, flush=True))
     if engine == "claude":
         return _run_claude(args, session, log)
     return _run_pipeline(args, session, engine, stages, correctness_only, log)
+
+
+def _check_output_paths(args: argparse.Namespace, settings: Any) -> None:
+    """Every place the run writes to is usable now, not found broken after the whole run."""
+    from kernelpilot.fileio import check_output_dir, check_output_file
+
+    if args.output is not None:
+        check_output_file(args.output, field="--output")
+    else:
+        check_output_dir(settings.kernel_dir, field="KERNEL_DIR")
+    if args.record is not None:
+        check_output_file(args.record, field="--record")
+    else:
+        check_output_dir(settings.log_dir, field="LOG_DIR")
+    check_output_dir(settings.trials_dir, field="--trials-dir / TRIALS_DIR")
+    if getattr(args, "workspace", None) is not None:
+        check_output_dir(args.workspace, field="--workspace")
 
 
 def _run_pipeline(args, session, engine, stages, correctness_only, log) -> int:

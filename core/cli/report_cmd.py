@@ -16,22 +16,18 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from kernelpilot.errors import InputError
+    from kernelpilot.fileio import check_output_dir, read_text
     from kernelpilot.tile_tuner import report
+    from kernelpilot.tile_tuner.run_doc import validate_run_document
 
     path = Path(args.run_json)
     try:
-        doc = json.loads(path.read_text())
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", file=str(path)) from exc
+        doc = json.loads(read_text(path, what="run document"))
     except json.JSONDecodeError as exc:
         raise InputError(f"not JSON: {exc}", file=str(path)) from exc
-    if not isinstance(doc, dict) or "workloads" not in doc:
-        raise InputError("not a kernelpilot run document (no 'workloads')", file=str(path), field="workloads")
-    if doc.get("dry_run"):
-        raise InputError(
-            "this is a dry-run plan, not a run; nothing was measured", file=str(path), field="dry_run"
-        )
+    validate_run_document(doc, str(path))  # before anything is written
     out = Path(args.out) if args.out else path.parent
+    check_output_dir(out, field="--out")
     paths = report.write_all(doc, out, plots=not args.no_plots, basename=path.stem if args.out else "report")
     report.console(doc)
     print("outputs: " + ", ".join(f"{k}={v}" for k, v in paths.items()))

@@ -111,13 +111,12 @@ def _tolerance_cli(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _detect_dsl_only(path: Path, dsl: str | None) -> tuple[str, Any, Any]:
-    from kernelpilot.errors import InputError
+    from kernelpilot.fileio import read_text
     from kernelpilot.pipeline.setup import detect_dsl
     from kernelpilot.plugins import get_registry
     from kernelpilot.settings import load_settings
 
-    if not path.is_file():
-        raise InputError("file not found", file=str(path))
+    read_text(path, what="kernel file")
     registry = get_registry()
     dsl_name, executor = detect_dsl(registry, path, dsl, "cpu", load_settings())
     return dsl_name, executor, registry
@@ -351,6 +350,9 @@ def _trial(args: argparse.Namespace) -> int:
             text += " [interpreter timings]" if best.interpreter else ""
             _emit(args, {"best": best.as_dict(), "file": str(store.dir / best.code_file)}, text)
             return 0
+        from kernelpilot.fileio import check_output_file
+
+        check_output_file(args.output, field="-o")
         node = store.finalize(args.output, args.node)
         _emit(
             args,

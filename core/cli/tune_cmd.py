@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 PROPOSERS = ("model", "exhaustive", "random", "bayes", "llm", "hybrid")
+SEED_MAX = 2**32 - 1  # numpy and optuna seeds are 32-bit
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -121,6 +122,43 @@ def _workloads(args: argparse.Namespace) -> tuple[str, list[Any], dict[str, Any]
     return args.target, [_workload(name, dims, merged, args.target, f"--dims {args.dims}")], {"format": "cli"}
 
 
+def _check_flags(args: argparse.Namespace) -> None:
+    """Every numeric flag in range before anything runs: a bad number must not poison the store
+    (a run timeout of 0 would record every config as ``timeout``, a negative build timeout would
+    cache build failures)."""
+    from kernelpilot.fileio import check_number
+
+    check_number(args.run_timeout, "--run-timeout", exclusive_minimum=0)
+    check_number(args.build_timeout, "--build-timeout", exclusive_minimum=0)
+    check_number(args.budget_minutes, "--budget-minutes", exclusive_minimum=0)
+    check_number(args.target_ms, "--target-ms", exclusive_minimum=0)
+    check_number(args.batch_size, "--batch-size", minimum=1)
+    check_number(args.reps, "--reps", minimum=1)
+    check_number(args.jobs, "--jobs", minimum=1)
+    check_number(args.seed, "--seed", minimum=0, maximum=SEED_MAX)
+
+
+def _check_paths(
+    args: argparse.Namespace, out_dir: Path, store: Path, cache_dir: Path, extras: dict[str, Any]
+) -> None:
+    """Output paths must be usable and the replay store readable before the first build, not after."""
+    from kernelpilot.fileio import check_output_dir, check_output_file
+
+    check_output_dir(out_dir, field="--out")
+    check_output_file(store, field="--store")
+    check_output_dir(cache_dir, field="--cache-dir")
+    if extras.get("output"):
+        check_output_file(Path(extras["output"]), field="output")
+    if args.replay:
+        from kernelpilot.tile_tuner.store import check_store_file
+
+        check_store_file(Path(args.replay), field="--replay")
+    if store.exists():
+        from kernelpilot.tile_tuner.store import check_store_file
+
+        check_store_file(store, field="--store")
+
+
 def _kernel_options(args: argparse.Namespace) -> dict[str, Any]:
     """Backend build options from the flags; only what the user set (a backend's defaults stay its own).
 
@@ -141,29 +179,30 @@ def run(args: argparse.Namespace) -> int:
     import json
     import os
 
-    from kernelpilot.errors import InputError
     from kernelpilot.tile_tuner import report
     from kernelpilot.tile_tuner.api import run_batch
     from kernelpilot.tile_tuner.engine import TuneOptions
 
+    _check_flags(args)
     target, workloads, extras = _workloads(args)
-    if args.replay and not Path(args.replay).exists():
-        raise InputError(f"replay store {args.replay} does not exist", field="--replay")
-    if args.jobs is not None and args.jobs < 1:
-        raise InputError("must be >= 1", field="--jobs")
     out_dir = Path(args.out)
     state_dir = Path(os.environ.get("KERNELPILOT_HOME", ".kernelpilot"))
+    store_path = (
+        Path(args.store)
+        if args.store
+        else (out_dir / "replay_results.sqlite" if args.replay else state_dir / "results.sqlite")
+    )
+    cache_dir = Path(args.cache_dir) if args.cache_dir else state_dir / "build_cache"
+    _check_paths(args, out_dir, store_path, cache_dir, extras)
     bench_args: dict[str, Any] = {}
-    if args.target_ms:
+    if args.target_ms is not None:
         bench_args["target_ms"] = args.target_ms
-    if args.reps:
+    if args.reps is not None:
         bench_args["reps"] = args.reps
     options = TuneOptions(
         out_dir=out_dir,
-        store_path=Path(args.store)
-        if args.store
-        else (out_dir / "replay_results.sqlite" if args.replay else state_dir / "results.sqlite"),
-        cache_dir=Path(args.cache_dir) if args.cache_dir else state_dir / "build_cache",
+        store_path=store_path,
+        cache_dir=cache_dir,
         jobs=args.jobs,
         batch_size=args.batch_size,
         budget_minutes=args.budget_minutes,

@@ -747,10 +747,10 @@ def _evaluation_from_node(node: TrialNode) -> Evaluation:
 
 def check_options(options: PipelineOptions) -> None:
     """Input checks that need no plugin: files exist, stage names are known."""
-    if not Path(options.kernel_path).is_file():
-        raise InputError("kernel file not found", file=str(options.kernel_path), field="--input")
-    if not Path(options.spec_path).is_file():
-        raise InputError("spec file not found", file=str(options.spec_path), field="--spec")
+    from kernelpilot.fileio import read_text
+
+    read_text(options.kernel_path, field="--input", what="kernel file")
+    read_text(options.spec_path, field="--spec", what="spec file")
     unknown = sorted(set(options.correctness_only_stages) - set(STAGE_ORDER))
     if unknown:
         raise InputError(

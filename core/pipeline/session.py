@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.errors import InputError
-
 
 @dataclass
 class Session:
@@ -37,13 +35,13 @@ def open_session(
     prepare: bool = True,
     registry: Any = None,
 ) -> Session:
+    from kernelpilot.fileio import read_text
     from kernelpilot.pipeline.setup import build_settings, detect_device, detect_dsl
     from kernelpilot.plugins import get_registry
     from kernelpilot.spec import load_spec
 
     kernel_path = Path(kernel_path)
-    if not kernel_path.is_file():
-        raise InputError("kernel file not found", file=str(kernel_path), field="--input")
+    read_text(kernel_path, field="--input", what="kernel file")
     spec = load_spec(spec_path)
     variant_name = spec.choose_variant(variant)
     spec.variant(variant_name)  # validate now: errors name the file and the variant
