@@ -35,7 +35,7 @@ CONFIGS = {
     "c128x128x128_coop_2x1": {"tile": [128, 128, 128], "cluster": [2, 1], "schedule": "cooperative"},
     "c128x256x128_coop_2x1": {"tile": [128, 256, 128], "cluster": [2, 1], "schedule": "cooperative"},
     "c64x256x64_ws_1x2": {"tile": [64, 256, 64], "cluster": [1, 2], "schedule": "ws"},
-    # stage-count discriminators for the exact epilogue SharedStorage (A2): the old estimate
+    # stage-count discriminators for the exact epilogue SharedStorage: the old estimate
     # (D bytes + 16 B per D stage) predicted 15 and 37 stages, the exact layout 14 and 36
     "c128x96x32_coop": {"tile": [128, 96, 32], "cluster": [1, 1], "schedule": "cooperative"},
     "c64x32x32_pp": {"tile": [64, 32, 32], "cluster": [1, 1], "schedule": "pingpong"},

@@ -74,7 +74,7 @@ def expected_class(rules: list[str], schedule: str) -> str:
         return "compiles_with_spills"
     if "sm90.epilogue_pairing" in rules:
         # coop + TmaWarpSpecialized epilogue: static_assert 'MMA_TILE_M must divide EPI_TILE_M';
-        # pingpong/ws + cooperative epilogue: compiles, wrong results at run time (E3)
+        # pingpong/ws + cooperative epilogue: compiles, wrong results at run time
         return "compile_error" if schedule == "cooperative" else "compiles_cleanly"
     return "unknown"
 

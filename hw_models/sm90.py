@@ -79,7 +79,7 @@ FIELDS = ("kernel", "dtype", "tile", "cluster", "schedule", "epilogue", "stages"
 # (python/cutlass_library/sm90_shapes.py, sm90_utils.py generate_tile_descriptions_sm90), i.e.
 # TM in {64,128,256}, TN in {64,128,256}, TK = 4 or 8 WGMMA K steps.  Clusters: the generator's
 # SM90_CLUSTER_SIZES levels 0-3 with at most 4 CTAs ((1,2),(2,1),(1,1),(2,2)); 1x4/4x1 and larger
-# are legal (check() accepts them) but lose SMs on H200 (C5) and are left to neighbours().
+# are legal (check() accepts them) but lose SMs on H200 (docs/reference/sm90_h200_measurements.md#clusters-and-occupancy) and are left to neighbours().
 # The non-persistent ``ws`` schedule is a baseline: it is enumerated with the generator's default
 # K multiplier (4 WGMMA K steps) and without 2x2 clusters, which keeps the bf16 space near 100 builds.
 ENUM_TILE_M = (64, 128, 256)
@@ -192,7 +192,7 @@ class Sm90GemmConfig(TileConfig):
         return self.tile[0] * self.tile[1] // self.mma_threads
 
     def effective_epilogue(self) -> str:
-        """The epilogue schedule actually instantiated: ``tma`` pairs with the mainloop (E1)."""
+        """The epilogue schedule actually instantiated: ``tma`` pairs with the mainloop (the only TMA pairings CUTLASS's generator emits: sm90_utils.py get_valid_schedules)."""
         if self.epilogue == "tma":
             return "tma_coop" if self.schedule == "cooperative" else "tma_ws"
         return self.epilogue

@@ -345,7 +345,7 @@ class XeModel(TargetModel):
         if cfg.mma_atom:
             self._check_explicit_atom(cfg, atom, out)
 
-        # -- R3: subgroups per work-group
+        # -- subgroups per work-group
         out.require(
             cfg.num_sg() <= MAX_SG,
             "xe.sg_count",
@@ -359,7 +359,7 @@ class XeModel(TargetModel):
             "xe.gemm.sg_k",
             f"SG_K={sg[2]}: the GEMM collectives (MainloopXeL1Staged, xe_mma.hpp) have no cross-subgroup K reduction",
         )
-        # -- R2: DPAS repeat count
+        # -- DPAS repeat count
         out.require(
             1 <= atom.m <= 8,
             "xe.atom_m_range",
@@ -370,7 +370,7 @@ class XeModel(TargetModel):
                 "xe.atom_m_small",
                 f"DPAS repeat count M={atom.m}: each DPAS does {atom.m}/8 of the work of M=8 (every repo GEMM uses M=8)",
             )
-        # -- R1: TiledMMA permutation must match the block (xe_mma.hpp:89-91)
+        # -- TiledMMA permutation must match the block (xe_mma.hpp:89-91)
         need_m = atom.m * sg[0]
         need_n = 16 * sg[1]
         need_k = atom.k * sg[2]
@@ -391,7 +391,7 @@ class XeModel(TargetModel):
             f"WG_K={wk} is not a multiple of DPAS_K*SG_K={atom.k}*{sg[2]}={need_k} for {atom.type_a} x {atom.type_b} "
             "DPAS (K = 256/bits, mma_xe.hpp:50; xe_mma.hpp:91)",
         )
-        # -- R10: scheduler compatibility
+        # -- scheduler compatibility
         if cfg.kernel == "grouped_gemm":
             # xe_gemm_array_cooperative.hpp:97 static_assert(is_same_v<TileScheduler_, GroupScheduler>)
             out.require(
@@ -547,24 +547,24 @@ class XeModel(TargetModel):
                 "xe.fa.dtype",
                 f"{side} dtype {name}: flash attention takes {', '.join(FA_DTYPES)} (06_bmg_flash_attention/CMakeLists.txt)",
             )
-        # F1 xe_fmha_fwd_runner.hpp:911 / fmha_configuration.hpp:86
+        # xe_fmha_fwd_runner.hpp:911 / fmha_configuration.hpp:86
         out.require(
             oq == pq,
             "xe.fa.out_q",
             f"out[0]={oq} != pv[0]={pq}: 'Output tile and P*V tile have different sizes in Q dimension'",
         )
-        # F2 same Q tile and same KV tile in both GEMMs (fmha_configuration.hpp:265-269 builds them so)
+        # same Q tile and same KV tile in both GEMMs (fmha_configuration.hpp:265-269 builds them so)
         out.require(q == pq, "xe.fa.q_tile", f"qk[0]={q} != pv[0]={pq}: both GEMMs must use the same Q tile")
         out.require(
             kv == pk, "xe.fa.kv_tile", f"qk[1]={kv} != pv[2]={pk}: the PV K extent is the KV tile of QK"
         )
-        # F3 VTiles = out[1] / pv[1] (xe_fmha_fwd_runner.hpp:913)
+        # VTiles = out[1] / pv[1] (xe_fmha_fwd_runner.hpp:913)
         out.require(
             ov >= pv and ov % pv == 0,
             "xe.fa.v_tiles",
             f"out[1]={ov} is not a positive multiple of pv[1]={pv} (VTiles = out/pv must be an integer >= 1)",
         )
-        # F4 QK layout never splits the head dim; PV layout has the same SG count
+        # QK layout never splits the head dim; PV layout has the same SG count
         out.require(
             sgd == 1,
             "xe.fa.sg_layout_qk",
@@ -584,7 +584,7 @@ class XeModel(TargetModel):
         # fmha_configuration.hpp:271-272 "WgTileQ must be divisible by SgTileQ" / "WgTileK ... SgTileK"
         out.require(q % sgq == 0, "xe.fa.sg_tile_q", f"qk[0]={q} is not divisible by SG_Q={sgq}")
         out.require(kv % sgk == 0, "xe.fa.sg_tile_k", f"qk[1]={kv} is not divisible by SG_K={sgk}")
-        # F5 TiledMMA divisibility of both GEMMs
+        # TiledMMA divisibility of both GEMMs
         atom = cfg.atom()
         out.require(
             q % (atom.m * sgq) == 0,
@@ -612,19 +612,19 @@ class XeModel(TargetModel):
             "xe.fa.divisible_pv",
             f"PV: k={pk} is not a multiple of DPAS_K*SG_K={atom.k}*{sg_pv[2]}={atom.k * sg_pv[2]}",
         )
-        # F6
+        # subgroups per work-group, as for GEMM
         out.require(
             sgq * sgk * sgd <= MAX_SG,
             "xe.sg_count",
             f"sg_qk={list(cfg.sg_qk)} has {sgq * sgk * sgd} subgroups; at most {MAX_SG}",
         )
-        # F7 xe_fmha_fwd_runner.hpp:948 / fmha_configuration.hpp:69
+        # xe_fmha_fwd_runner.hpp:948 / fmha_configuration.hpp:69
         out.require(
             not (cfg.persistent and cfg.causal),
             "xe.fa.persistent_causal",
             "persistent + causal: static_assert 'persistent SDPA kernel not support Causal yet'",
         )
-        # F8 the persistent (dynamic split) kernel serves decode only (xe_fmha_fwd_kernel.hpp:426-437 can_implement)
+        # the persistent (dynamic split) kernel serves decode only (xe_fmha_fwd_kernel.hpp:426-437 can_implement)
         out.require(
             not (cfg.persistent and cfg.kernel == "fa_prefill"),
             "xe.fa.persistent_decode",

@@ -119,13 +119,15 @@ def normalize_gemm_config(config: Any) -> dict[str, Any]:
         raise ValueError(f"epilogue {c.get('epilogue')!r} unknown; allowed: {sorted(EPILOGUES)}")
     raw_epi = str(c.get("epilogue", "tma"))
     if schedule == "pingpong" and ("Cooperative" in raw_epi or raw_epi == "tma_coop"):
-        raise ValueError("ping-pong mainloop with a cooperative epilogue gives wrong results (E3)")
+        raise ValueError("ping-pong mainloop with a cooperative epilogue gives wrong results")
     if schedule == "cooperative" and raw_epi in (
         "TmaWarpSpecialized",
         "PtrArrayTmaWarpSpecializedPingpong",
         "tma_ws",
     ):
-        raise ValueError("cooperative mainloop needs the cooperative TMA epilogue (E2)")
+        raise ValueError(
+            "cooperative mainloop needs the cooperative TMA epilogue (MMA_TILE_M must divide EPI_TILE_M)"
+        )
     if str(c.get("tile_scheduler") or "persistent") != "persistent":
         raise ValueError("grouped GEMM has only the group scheduler (no stream-K / split-K)")
     stages = c.get("stages") or 0

@@ -29,7 +29,7 @@ def test_every_legal_config_renders_with_matching_schedule_pairs():
         assert f"Shape<_{tm}, _{tn}, _{tk}>" in src
         kernel_sched = re.search(r"using KernelSchedule = (.*);", src).group(1)
         epi_sched = re.search(r"using EpilogueSchedule = (.*);", src).group(1)
-        # E1/E3: cooperative mainloop <-> cooperative TMA epilogue, others <-> TmaWarpSpecialized
+        # cooperative mainloop <-> cooperative TMA epilogue, others <-> TmaWarpSpecialized
         if d["epilogue"] == "nosmem":
             assert epi_sched == "cutlass::epilogue::NoSmemWarpSpecialized"
         elif "Cooperative" in kernel_sched:
