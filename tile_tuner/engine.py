@@ -24,13 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.tile_tuner.builder import BuildCache, BuildItem, BuildOutcome, build_batch
+from kernelpilot.tile_tuner.kernel_api import INVALID_TIMING, implausible, is_plausible_time
 from kernelpilot.tile_tuner.proposers import History, Observation, make_proposer
 from kernelpilot.tile_tuner.runner import run_program
 from kernelpilot.tile_tuner.scaleout.base import InProcessExecutor, MeasureRequest
 from kernelpilot.tile_tuner.space import SearchSpace, config_key, config_label
 from kernelpilot.tile_tuner.store import Measurement, MeasurementKey, ResultsStore, canonical, problem_key
 
-FAILED_STATUSES = ("build_failed", "timeout", "cannot_run", "wrong_result", "crashed", "above_peak")
+FAILED_STATUSES = (
+    "build_failed", "timeout", "cannot_run", "wrong_result", "crashed", "above_peak", "invalid_timing",
+)  # fmt: skip
 
 
 @dataclass
@@ -113,7 +116,7 @@ class WorkloadState:
         return len(self.tried)
 
     def best(self) -> Tried | None:
-        ok = [t for t in self.tried if t.status == "ok" and t.time_ms]
+        ok = [t for t in self.tried if t.status == "ok" and is_plausible_time(t.time_ms)]
         return min(ok, key=lambda t: t.time_ms) if ok else None  # type: ignore[arg-type, return-value]
 
 
@@ -486,7 +489,10 @@ class TuneEngine:
         s = item.state
         time_ms = tmin = tmax = tflops = None
         runtime = None
-        if raw and status == "ok" and raw.get("time_ms"):
+        bad = implausible(raw or {}) if status == "ok" else None
+        if bad is not None:
+            status, reason = bad
+        elif raw and status == "ok":
             time_ms = raw["time_ms"]["median"]
             tmin, tmax = raw["time_ms"].get("min"), raw["time_ms"].get("max")
             tflops = self.kernel.flops(s.problem) / (time_ms * 1e-3) / 1e12
@@ -524,14 +530,17 @@ class TuneEngine:
     def _observe(self, item: RoundItem, m: Measurement, source: str) -> None:
         s = item.state
         s.history.pending.discard(item.key)
-        ok = m.status == "ok" and m.time_ms is not None
-        s.history.observations.append(Observation(item.key, item.config, m.time_ms if ok else None, m.status))
+        status, reason = m.status, m.reason
+        if status == "ok" and not is_plausible_time(m.time_ms):  # e.g. a row stored before this check
+            status, reason = INVALID_TIMING, f"stored time {m.time_ms!r} ms is not a finite time > 0"
+        ok = status == "ok"
+        s.history.observations.append(Observation(item.key, item.config, m.time_ms if ok else None, status))
         variants = list((m.result or {}).get("variants") or [])
         t = Tried(
             config=item.config.as_dict() if hasattr(item.config, "as_dict") else dict(item.config),
             label=config_label(item.config),
-            status=m.status,
-            reason=m.reason,
+            status=status,
+            reason=reason,
             time_ms=m.time_ms if ok else None,
             tflops=m.tflops if ok else None,
             runtime=m.runtime,

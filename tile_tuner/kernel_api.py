@@ -34,6 +34,8 @@ the device's peak is recorded as ``above_peak`` (an error), never as a record.
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -46,7 +48,38 @@ EXIT_CANNOT_RUN = 3  # the kernel cannot run this problem (can_implement failed,
 EXIT_WRONG_RESULT = 4  # ran, but the result disagrees with the reference
 EXIT_USAGE = 2  # bad command-line arguments to the program
 
-Status = Literal["ok", "wrong_result", "cannot_run", "build_failed", "timeout", "crashed", "rejected"]
+Status = Literal[
+    "ok", "wrong_result", "cannot_run", "build_failed", "timeout", "crashed", "rejected", "invalid_timing"
+]
+INVALID_TIMING = "invalid_timing"  # the program claimed ok with a time no real launch can take
+
+
+def is_plausible_time(value: Any) -> bool:
+    """A launch time a GPU can report: a finite number of milliseconds > 0 (not 0, NaN, inf, < 0)."""
+    return (
+        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    )
+
+
+def implausible(raw: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(status, reason)`` when a result that says ``ok`` cannot be trusted, else ``None``.
+
+    Why here: every path by which a measurement enters the tuner (a local run, a GPU pool or Dask
+    worker, a replayed row) passes through this check, so a zero median can never divide a FLOP
+    count, and a NaN or negative time, or a failed verification, can never become the best config."""
+    verification = raw.get("verification")
+    if isinstance(verification, Mapping) and verification.get("passed") is False:
+        return "wrong_result", "the program reported status ok but verification.passed is false"
+    times = raw.get("time_ms")
+    if not isinstance(times, Mapping):
+        return INVALID_TIMING, "the program reported status ok without time_ms"
+    if not is_plausible_time(times.get("median")):
+        return INVALID_TIMING, f"time_ms.median = {times.get('median')!r} is not a finite time > 0"
+    for name in ("min", "max"):
+        value = times.get(name)
+        if value is not None and not is_plausible_time(value):
+            return INVALID_TIMING, f"time_ms.{name} = {value!r} is not a finite time > 0"
+    return None
 
 
 class TimeStats(BaseModel):

@@ -19,13 +19,14 @@ from kernelpilot.tile_tuner.kernel_api import (
     EXIT_OK,
     EXIT_WRONG_RESULT,
     ProgramResult,
+    implausible,
     parse_result_line,
 )
 
 
 @dataclass
 class RunOutcome:
-    status: str  # ok | wrong_result | cannot_run | timeout | crashed
+    status: str  # ok | wrong_result | cannot_run | timeout | crashed | invalid_timing
     result: ProgramResult | None
     seconds: float
     message: str = ""
@@ -65,4 +66,8 @@ def run_program(
             f"exit code {code} does not match reported status {result.status}",
             raw,
         )
+    if result.status == "ok":
+        bad = implausible(raw)
+        if bad is not None:
+            return RunOutcome(bad[0], result, seconds, bad[1], raw)
     return RunOutcome(result.status, result, seconds, result.message, raw)
