@@ -42,7 +42,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# Exit codes every benchmark program uses (documented in docs/benchmark_programs.md).
+# Exit codes every benchmark program uses (docs/tile_tuner.md#benchmark-program-contract).
 EXIT_OK = 0
 EXIT_CANNOT_RUN = 3  # the kernel cannot run this problem (can_implement failed, launch error, no device)
 EXIT_WRONG_RESULT = 4  # ran, but the result disagrees with the reference
