@@ -363,13 +363,13 @@ def test_xe_cost_model_in_range_of_public_measurements() -> None:
 
 
 def test_stage_model_matches_recorded_cutlass_builds() -> None:
-    """benchmarks/results/hw_models_sm90_compile_check.json records nvcc builds of accepted configs: each
+    """tests/data/records/hw_models_sm90_compile_check.json records nvcc builds of accepted configs: each
     compiled without spills and CUTLASS chose exactly the stage count the model predicts."""
     import json
 
     from kernelpilot.hw_models.sm90 import auto_stages
 
-    path = REPO / "benchmarks" / "results" / "hw_models_sm90_compile_check.json"
+    path = REPO / "tests" / "data" / "records" / "hw_models_sm90_compile_check.json"
     rows = json.loads(path.read_text())["results"]
     sm90 = get_target_model("sm90")
     assert len(rows) >= 5

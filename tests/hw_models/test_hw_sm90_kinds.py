@@ -4,7 +4,7 @@
 rules (MoE) and the FMHA rules of CUTLASS's examples/88_hopper_fmha, and the cost model must rank the
 NoSmem epilogue below the TMA epilogue for ptr-array kernels.  These tests run the real CLI dry run (no
 compiler, no GPU) and check the model against the recorded H200 runs of those kinds
-(benchmarks/results/cuda_kinds_h200*.json).
+(tests/data/records/cuda_kinds_h200*.json).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def test_tune_dry_run_plans_only_model_legal_configs(cli, tmp_path: Path, kernel
 def _kind_runs(kind: str) -> list[tuple[str, dict, list[dict]]]:
     out = []
     for name in ("cuda_kinds_h200.json", "cuda_kinds_h200_grouped_rerun.json"):
-        doc = json.loads((ROOT / "benchmarks" / "results" / name).read_text())
+        doc = json.loads((ROOT / "tests" / "data" / "records" / name).read_text())
         for wl, w in doc["results"].get(kind, {}).items():
             ok = [c for c in w["configs"] if c["status"] == "ok"]
             out.append((f"{name}:{wl}", w["problem"], ok))

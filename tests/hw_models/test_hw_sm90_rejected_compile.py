@@ -1,8 +1,8 @@
 """The recorded compile outcomes of the configs the sm90 model rejects agree with the model.
 
-benchmarks/results/hw_models_sm90_rejected_compile.json is written by
-benchmarks/hw_models_sm90_rejected_compile.py from real nvcc 13.0 builds of the validation set's
-rejected entries through the project's GEMM template.  These tests tie that record to the current
+tests/data/records/hw_models_sm90_rejected_compile.json (a copy of the record
+benchmarks/hw_models_sm90_rejected_compile.py wrote; provenance in tests/data/README.md) holds real
+nvcc 13.0 builds of the validation set's rejected entries through the project's GEMM template.  These tests tie that record to the current
 model: same configs, same rules, and an observed outcome that is consistent with each rule's reason
 (compile error, spills, or - for a config that compiles cleanly - a measured run-time failure on record).
 """
@@ -21,7 +21,7 @@ from kernelpilot.targets import get_target_model
 from tests.support import REPO
 
 ROOT = REPO
-RECORD = ROOT / "benchmarks" / "results" / "hw_models_sm90_rejected_compile.json"
+RECORD = ROOT / "tests" / "data" / "records" / "hw_models_sm90_rejected_compile.json"
 
 
 def _record() -> dict:

@@ -1,6 +1,6 @@
 """The sm90 model's shared-memory layout against what the H200 programs reported.
 
-benchmarks/results/gemm_h200_verified_configs.json records, per config built and run on the H200,
+tests/data/records/gemm_h200_verified_configs.json records, per config built and run on the H200,
 ``sizeof(GemmKernel::SharedStorage)`` and ``DispatchPolicy::Stages`` as the program printed them.  The
 old estimate was 784-928 B low on every cooperative and ping-pong kernel: it ignored that the kernel's
 ``tensors`` member inherits the epilogue buffer's 512-byte swizzle alignment (so the barriers in front of
@@ -26,7 +26,7 @@ ROOT = REPO
 
 
 def _measured() -> list[dict]:
-    doc = json.loads((ROOT / "benchmarks" / "results" / "gemm_h200_verified_configs.json").read_text())
+    doc = json.loads((ROOT / "tests" / "data" / "records" / "gemm_h200_verified_configs.json").read_text())
     return [r for r in doc["configs"] if r.get("measured_smem_bytes") is not None]
 
 
@@ -84,7 +84,7 @@ def test_fixed_stage_capacity_uses_the_exact_layout() -> None:
 def test_stage_discriminators_were_built() -> None:
     """Two tiles where the exact epilogue storage changes CUTLASS's auto stage count (the old estimate
     said 15 and 37) were compiled with nvcc: CUTLASS chose 14 and 36, as the model now predicts."""
-    doc = json.loads((ROOT / "benchmarks" / "results" / "hw_models_sm90_compile_check.json").read_text())
+    doc = json.loads((ROOT / "tests" / "data" / "records" / "hw_models_sm90_compile_check.json").read_text())
     built = {r["label"]: r for r in doc["results"]}
     sm90 = get_target_model("sm90")
     for label, stages in (("128x96x32_c1x1_coop", 14), ("64x32x32_c1x1_pp", 36)):
@@ -95,7 +95,7 @@ def test_stage_discriminators_were_built() -> None:
 
 def _kinds_programs() -> list[tuple[str, dict]]:
     """(kind, config record) of every program E ran on the H200 that reported its shared storage."""
-    doc = json.loads((ROOT / "benchmarks" / "results" / "cuda_kinds_h200.json").read_text())
+    doc = json.loads((ROOT / "tests" / "data" / "records" / "cuda_kinds_h200.json").read_text())
     out = []
     for kind, workloads in doc["results"].items():
         for w in workloads.values():

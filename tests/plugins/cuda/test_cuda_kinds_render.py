@@ -1,7 +1,7 @@
 """Rendering and result parsing of the CUDA grouped GEMM / MoE GEMM / FMHA programs (CPU only).
 
 No compiler is run here: the templates were compiled with nvcc 13.0 + CUTLASS 4.2 when written and on
-the H200 (benchmarks/results/cuda_kinds_h200.json); these tests pin what reaches the source.
+the H200 (tests/data/records/cuda_kinds_h200.json); these tests pin what reaches the source.
 """
 
 from __future__ import annotations

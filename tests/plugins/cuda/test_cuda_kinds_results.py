@@ -15,7 +15,7 @@ from kernelpilot.dsl_plugins.cuda.grouped_gemm import groups_flops
 from kernelpilot.tile_tuner.kernel_api import parse_result_line
 from tests.support import REPO
 
-RESULTS = REPO / "benchmarks" / "results" / "cuda_kinds_h200.json"
+RESULTS = REPO / "tests" / "data" / "records" / "cuda_kinds_h200.json"
 H200_BF16_PEAK_TFLOPS = 989.0
 
 
