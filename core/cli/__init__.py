@@ -35,6 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "kernelpilot.cli.report_cmd",
         "re-render tables, CSV and plots of a tuning run from its RUN.json",
     ),
+    "export": (
+        "kernelpilot.cli.export_cmd",
+        "export tuned kernels as a library: CMake project, PyTorch ops, C++ dispatch",
+    ),
     "optimize": (
         "kernelpilot.cli.optimize_cmd",
         "optimize a kernel: verified multi-stage pipeline (rules/llm/claude)",

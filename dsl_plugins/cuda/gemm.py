@@ -99,20 +99,35 @@ def normalize(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=1)
-def _template():
+def template_env():
+    """The Jinja environment over ``cpp_templates`` (the benchmark program and the exported library
+    import the kernel part, ``cuda/gemm_sm90_kernel.j2``, from it)."""
     from importlib.resources import files
 
-    from jinja2 import Environment, StrictUndefined
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-    text = files("kernelpilot.cpp_templates").joinpath("cuda", "gemm_sm90.cu.j2").read_text()
-    env = Environment(
-        undefined=StrictUndefined, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True
+    root = str(files("kernelpilot.cpp_templates"))
+    return Environment(
+        loader=FileSystemLoader(root),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
     )
-    return env.from_string(text)
+
+
+def _template():
+    return template_env().get_template("cuda/gemm_sm90.cu.j2")
 
 
 def render_source(cfg: dict[str, Any], dtype: str, layout: str) -> str:
     """The complete .cu program for one normalized config."""
+    return _template().render(**render_context(cfg, dtype, layout))
+
+
+def render_context(cfg: dict[str, Any], dtype: str, layout: str) -> dict[str, Any]:
+    """The template variables of one config: the benchmark program and ``kernelpilot export`` render
+    the same kernel part (``cuda/gemm_sm90_kernel.j2``) from them."""
     n = normalize(cfg)
     kernel_schedule, epilogue_schedule = SCHEDULES[n["schedule"]]
     if n["epilogue"] in ("nosmem", "no_smem"):
@@ -131,7 +146,7 @@ def render_source(cfg: dict[str, Any], dtype: str, layout: str) -> str:
         raise ValueError(f"tile_scheduler {n['tile_scheduler']!r} not in persistent, streamk")
     la, lb = LAYOUTS[layout]
     config_json = json.dumps(n, sort_keys=True)
-    return _template().render(
+    return dict(
         template_version=TEMPLATE_VERSION,
         tile_m=n["tile"][0],
         tile_n=n["tile"][1],

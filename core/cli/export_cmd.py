@@ -1,0 +1,66 @@
+"""Export tuned kernels as a library: sm90 -> a CMake project with PyTorch operators
+(torch.ops.NAME.gemm) and a C++ dispatch header; Intel Xe -> a dispatch header, a CMake target against
+sycl-tla and tile_shapes.json.  Shapes that were not tuned follow --fallback."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "runs", nargs="*", metavar="RUN.json", help="run documents written by `kernelpilot tune`"
+    )
+    parser.add_argument("--out", required=True, help="folder to create (written atomically)")
+    parser.add_argument("--name", default="kp_tuned", help="package / torch.ops namespace / C++ namespace")
+    parser.add_argument(
+        "--fallback",
+        default="vendor",
+        help="untuned shapes: vendor (torch.matmul, default), nearest (closest tuned shape whose kernel is "
+        "legal for the problem), error",
+    )
+    parser.add_argument(
+        "--store", help="results store (SQLite) to export instead of run files (with --target)"
+    )
+    parser.add_argument("--target", help="target of the --store rows to export (sm90, bmg, pvc, ...)")
+    parser.add_argument(
+        "--cutlass-dir", help="CUTLASS headers to bundle (default: CUTLASS_DIR, ./.deps/cutlass)"
+    )
+    parser.add_argument(
+        "--no-bundle-cutlass",
+        action="store_true",
+        help="do not copy the CUTLASS headers into the project (build with -DCUTLASS_DIR=... / CUTLASS_DIR)",
+    )
+    parser.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from kernelpilot.export import export
+
+    res = export(
+        [Path(p) for p in args.runs],
+        Path(args.out),
+        name=args.name,
+        fallback=args.fallback,
+        store=Path(args.store) if args.store else None,
+        target=args.target,
+        bundle_cutlass=not args.no_bundle_cutlass,
+        cutlass_dir=args.cutlass_dir,
+        force=args.force,
+    )
+    summary = {"out": str(res.out), "target": res.target, "kernels": res.kernels, "entries": res.entries,
+               "notes": res.notes, "files": res.files}  # fmt: skip
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return 0
+    print(f"exported {res.entries} tuned shapes ({res.kernels} kernels, target {res.target}) to {res.out}")
+    for note in res.notes:
+        print(f"note: {note}")
+    if res.target == "sm90":
+        print(f"build: pip install --no-build-isolation {res.out}")
+        print(f"call:  import {args.name}; torch.ops.{args.name}.gemm(a, b)")
+    return 0

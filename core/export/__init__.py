@@ -1,0 +1,131 @@
+"""``kernelpilot export``: turn tuning runs into a library a model can call.
+
+Inputs are run documents (``run.json``) or a results store plus a target; the output is one folder:
+for sm90 a CMake project of the tuned CUTLASS kernels with PyTorch operators (``torch.ops.NAME.gemm``),
+a plain C++ dispatch header and ``dispatch.json``; for Intel Xe targets the dispatch as a C++ header,
+a CMake target against sycl-tla and ``tile_shapes.json``.  The folder depends on PyTorch (and the
+vendor headers), never on kernelpilot: what kernelpilot knows (which config is legal for which
+problem) is decided here and written into the tables.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelpilot.errors import InputError
+
+NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
+XE_TARGETS = ("bmg", "pvc", "xe2_igpu", "lnl")
+
+
+@dataclass
+class ExportResult:
+    out: Path
+    target: str
+    files: list[str]
+    kernels: int
+    entries: int
+    notes: list[str] = field(default_factory=list)
+
+
+def check_name(name: str) -> str:
+    import keyword
+
+    if not NAME_RE.match(name) or keyword.iskeyword(name) or name in ("torch", "aten", "prim", "std"):
+        raise InputError(
+            f"name {name!r} must be a lower-case identifier (a-z, 0-9, _; not a Python keyword): it is the "
+            "Python package, the torch.ops namespace and the C++ namespace",
+            field="--name",
+        )
+    return name
+
+
+def load_sources(run_files: list[Path], store: Path | None, target: str | None) -> Any:
+    """Merge the inputs: run documents, or one results store read for ``target``."""
+    from kernelpilot.export import runs
+
+    if store is not None:
+        if run_files:
+            raise InputError("give run files or --store with --target, not both", field="--store")
+        if not target:
+            raise InputError("--store needs --target (the store can hold several targets)", field="--target")
+        return runs.load_store(store, target)
+    if target:
+        raise InputError("--target goes with --store; run files carry their target", field="--target")
+    if not run_files:
+        raise InputError(
+            "nothing to export: give RUN.json files or --store STORE --target T", field="RUN.json"
+        )
+    return runs.merge([runs.load_run(p) for p in run_files])
+
+
+def export(
+    run_files: list[Path],
+    out: Path,
+    *,
+    name: str = "kp_tuned",
+    fallback: str = "vendor",
+    store: Path | None = None,
+    target: str | None = None,
+    bundle_cutlass: bool = True,
+    cutlass_dir: str | None = None,
+    force: bool = False,
+) -> ExportResult:
+    """Export tuned kernels into ``out`` (written atomically); input errors raise :class:`InputError`."""
+    from kernelpilot import __version__
+    from kernelpilot.export.dispatch import build_table, dispatch_document
+    from kernelpilot.export.writer import write_atomically
+    from kernelpilot.targets import get_target_model
+
+    check_name(name)
+    source = load_sources(run_files, store, target)
+    model = get_target_model(source.target)
+    files: list[str] = []
+    notes: list[str] = []
+    if source.target in XE_TARGETS:
+        from kernelpilot.export import xe_project
+
+        table = xe_project.build_table(source, fallback)
+        doc = xe_project.dispatch_document(table, source, name)
+
+        def fill(tmp: Path) -> None:
+            files.extend(xe_project.write_project(tmp, table, doc, name=name))
+
+    elif source.target == "sm90":
+        from kernelpilot.export import cuda_project
+
+        table = build_table(source, fallback, model)
+        cuda_project.check_kinds(table)
+        doc = dispatch_document(table, source, name)
+        doc["exported_by"] = f"kernelpilot {__version__}"
+
+        def fill(tmp: Path) -> None:
+            files.extend(
+                cuda_project.write_project(
+                    tmp,
+                    table,
+                    doc,
+                    name=name,
+                    version=__version__,
+                    cutlass=bundle_cutlass,
+                    cutlass_dir=cutlass_dir,
+                )  # fmt: skip
+            )
+
+    else:
+        raise InputError(
+            f"target {source.target!r} cannot be exported; exportable: sm90, {', '.join(XE_TARGETS)}",
+            field="target",
+        )
+    if all(r.entry.time_source == "search" for r in table.rows):
+        notes.append(
+            "times are search-time medians: no input confirmed its winners against the vendor library"
+        )
+    written = write_atomically(out, fill, force=force)
+    return ExportResult(
+        out=written, target=source.target, files=files, kernels=len(table.kernels), entries=len(table.rows),
+        notes=notes,
+    )  # fmt: skip

@@ -1,0 +1,179 @@
+"""The dispatch table of an export: tuned shapes -> compiled kernels, plus each kernel's legality.
+
+Every distinct (config, dtype, layout) is one compiled kernel; every tuned shape is one row pointing
+at a kernel with its tuned run-time knobs.  The exported package cannot import kernelpilot, so what
+the hardware model says about a kernel and a *problem* is decided here and written into the table:
+for each kernel the alignment (in elements) that M, N and K must have, found by asking the target
+model's ``check(config, problem)`` on probe problems.  The generated ``select`` (C++) uses it for the
+``nearest`` fallback: the closest tuned shape whose kernel is legal for the problem.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from kernelpilot.errors import InputError
+from kernelpilot.export.runs import DECOMP_CODES, RASTER_CODES, ExportSource, TunedEntry
+
+FALLBACKS = ("vendor", "nearest", "error")
+PROBE = 4096  # a probe dimension every sm90 tile divides; PROBE + a is divisible by a, not by 2a
+ALIGN_CANDIDATES = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+@dataclass
+class Kernel:
+    """One compiled kernel: a config instantiated for one dtype and layout."""
+
+    index: int
+    kind: str
+    dtype: str
+    layout: str
+    config: dict[str, Any]
+    label: str
+    align: dict[str, int]  # dim -> the multiple it must be (hardware model, decided at export time)
+
+    @property
+    def symbol(self) -> str:
+        return f"k{self.index:03d}"
+
+
+@dataclass
+class Row:
+    """One tuned shape of the table."""
+
+    entry: TunedEntry
+    kernel: Kernel
+    knobs: dict[str, Any]  # raster (H/M/N), swizzle, decomp (H/D/S/K), splits
+
+
+@dataclass
+class Table:
+    target: str
+    kernels: list[Kernel]
+    rows: list[Row]
+    fallback: str
+
+
+def knobs_of(runtime: dict[str, Any], where: str) -> dict[str, Any]:
+    """The tuned run-time knobs in the kernels' one-letter form (unknown names are an input error)."""
+    raster = str(runtime.get("raster", "heuristic"))
+    decomp = str(runtime.get("decomposition", runtime.get("decomp", "heuristic")))
+    if raster not in RASTER_CODES:
+        raise InputError(f"{where}: raster {raster!r} not in {sorted(RASTER_CODES)}", field="runtime.raster")
+    if decomp not in DECOMP_CODES:
+        raise InputError(
+            f"{where}: decomposition {decomp!r} not in {sorted(DECOMP_CODES)}", field="runtime.decomposition"
+        )
+    swizzle, splits = int(runtime.get("swizzle", 1)), int(runtime.get("splits", 1))
+    if swizzle not in (1, 2, 4, 8) or not 1 <= splits <= 64:
+        raise InputError(f"{where}: swizzle {swizzle} / splits {splits} out of range", field="runtime")
+    return {
+        "raster": RASTER_CODES[raster],
+        "swizzle": swizzle,
+        "decomp": DECOMP_CODES[decomp],
+        "splits": splits,
+    }
+
+
+def alignment_of(model: Any, config: dict[str, Any], kind: str, dtype: str, layout: str) -> dict[str, int]:
+    """Per dim, the smallest multiple the hardware model accepts (others at a legal probe size)."""
+    cfg = model.parse_config({"kernel": kind, "dtype": dtype, **config}, where="export")
+    base = {"M": PROBE, "N": PROBE, "K": PROBE}
+    res = model.check(cfg, {**base, "dtype": dtype, "layout": layout})
+    if not res.valid:
+        raise InputError(
+            f"the {model.name} model rejects tuned config {config} for {dtype}/{layout}: "
+            + "; ".join(v.message for v in res.violations),
+            field="best.config",
+        )
+    align = {}
+    for dim in base:
+        for a in ALIGN_CANDIDATES:
+            if model.check(cfg, {**base, dim: PROBE + a, "dtype": dtype, "layout": layout}).valid:
+                align[dim] = a
+                break
+        else:
+            align[dim] = PROBE
+    return align
+
+
+def build_table(source: ExportSource, fallback: str, model: Any) -> Table:
+    """Kernels (one per distinct config, dtype and layout) and rows (one per tuned shape)."""
+    if fallback not in FALLBACKS:
+        raise InputError(f"fallback {fallback!r} not in {', '.join(FALLBACKS)}", field="--fallback")
+    kernels: dict[str, Kernel] = {}
+    rows: list[Row] = []
+    for e in source.entries:
+        where = f"{e.origin.get('run') or e.origin.get('store')}: {e.origin.get('workload') or e.dims}"
+        key = json.dumps([e.kind, e.dtype, e.layout, e.config], sort_keys=True)
+        if key not in kernels:
+            parsed = model.parse_config({"kernel": e.kind, "dtype": e.dtype, **e.config}, where=where)
+            kernels[key] = Kernel(
+                index=len(kernels),
+                kind=e.kind,
+                dtype=e.dtype,
+                layout=e.layout,
+                config=e.config,
+                label=parsed.label() if hasattr(parsed, "label") else e.label,
+                align=alignment_of(model, e.config, e.kind, e.dtype, e.layout),
+            )
+        k = kernels[key]
+        problem = {**e.dims, "dtype": e.dtype, "layout": e.layout}
+        res = model.check(model.parse_config({"kernel": e.kind, "dtype": e.dtype, **e.config}), problem)
+        if not res.valid:
+            raise InputError(
+                f"{where}: the {model.name} model rejects the tuned config for its own shape: "
+                + "; ".join(v.message for v in res.violations),
+                field="best.config",
+            )
+        rows.append(Row(entry=e, kernel=k, knobs=knobs_of(e.runtime, where)))
+    return Table(target=source.target, kernels=list(kernels.values()), rows=rows, fallback=fallback)
+
+
+def dispatch_document(table: Table, source: ExportSource, name: str) -> dict[str, Any]:
+    """``dispatch.json``: every row with where it came from and which time it was exported with."""
+    search_only = all(r.entry.time_source == "search" for r in table.rows)
+    return {
+        "name": name,
+        "target": table.target,
+        "device": source.device,
+        "fallback": table.fallback,
+        "inputs": source.inputs,
+        "times": (
+            "search-time medians: no input confirmed its winners against the vendor library"
+            if search_only
+            else "confirmed medians where an entry says time_source=confirmed, search-time medians otherwise"
+        ),
+        "kernels": [
+            {
+                "id": k.symbol,
+                "kind": k.kind,
+                "dtype": k.dtype,
+                "layout": k.layout,
+                "label": k.label,
+                "config": k.config,
+                "alignment": k.align,
+            }
+            for k in table.kernels
+        ],  # fmt: skip
+        "entries": [
+            {
+                "kind": r.entry.kind,
+                "dtype": r.entry.dtype,
+                "layout": r.entry.layout,
+                "dims": r.entry.dims,
+                "kernel": r.kernel.symbol,
+                "label": r.kernel.label,
+                "runtime": r.entry.runtime,
+                "knobs": r.knobs,
+                "time_ms": r.entry.time_ms,
+                "time_source": r.entry.time_source,
+                "vendor_ms": r.entry.vendor_ms,
+                "vendor_ratio": r.entry.vendor_ratio,
+                "origin": r.entry.origin,
+            }
+            for r in table.rows
+        ],  # fmt: skip
+    }

@@ -1,0 +1,248 @@
+"""What an export starts from: the tuned entries of run documents or of a results store.
+
+A *tuned entry* is one (kind, dtype, layout, shape) with the config and run-time knobs that won, the
+time it was won with, and where that came from.  Runs written after the winner was *confirmed*
+(re-measured against the vendor library) carry confirmed times and vendor ratios; older runs and
+results stores only have the search-time numbers, and every entry says which one it holds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelpilot.errors import InputError
+
+# run-time knob names of run.json -> the one-letter codes the kernels take (the benchmark's --variants)
+RASTER_CODES = {"heuristic": "H", "along_m": "M", "along_n": "N", "H": "H", "M": "M", "N": "N"}
+DECOMP_CODES = {
+    "heuristic": "H",
+    "data_parallel": "D",
+    "split_k": "S",
+    "stream_k": "K",
+    "H": "H",
+    "D": "D",
+    "S": "S",
+    "K": "K",
+}
+
+
+@dataclass
+class TunedEntry:
+    """One tuned shape: its winner and the evidence for it."""
+
+    kind: str
+    dtype: str
+    layout: str
+    dims: dict[str, int]  # shape only (M, N, K for gemm)
+    config: dict[str, Any]
+    label: str
+    runtime: dict[str, Any]
+    time_ms: float
+    time_source: str  # "confirmed" | "search"
+    vendor_ms: float | None = None
+    vendor_ratio: float | None = None  # vendor time / tuned time (> 1: the tuned kernel is faster)
+    origin: dict[str, Any] = field(default_factory=dict)
+
+    def shape_key(self) -> tuple[str, str, str, tuple[tuple[str, int], ...]]:
+        return (self.kind, self.dtype, self.layout, tuple(sorted(self.dims.items())))
+
+
+@dataclass
+class ExportSource:
+    """The entries of all inputs and the single target they share."""
+
+    target: str
+    device: str | None
+    entries: list[TunedEntry]
+    inputs: list[dict[str, Any]]  # one record per input file (path, kind of input, run id, notes)
+
+
+def _num(value: Any) -> float | None:
+    """A positive finite float from a number or a {median: ...} timing dict, else None."""
+    if isinstance(value, dict):
+        value = value.get("median", value.get("time_ms"))
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def _confirmed(wl: dict[str, Any], best: dict[str, Any]) -> tuple[float | None, float | None, float | None]:
+    """(confirmed ms, vendor ms, vendor ratio) from a run that confirmed its winner, else Nones.
+
+    Read where a confirming run puts them (``best.confirmed_ms``/``best.confirmed``, or a workload-level
+    ``confirmed`` block; ``vendor``/``baseline`` blocks with a time; ``vs_vendor``): tolerant on
+    purpose, because absent numbers are reported as search-time numbers, never invented."""
+    conf = None
+    for holder, key in ((best, "confirmed_ms"), (best, "confirmed_time_ms"), (best, "confirmed"),
+                        (wl, "confirmed"), (wl, "confirmed_ms")):  # fmt: skip
+        conf = _num(holder.get(key))
+        if conf is None and isinstance(holder.get(key), dict):
+            conf = _num(holder[key].get("time_ms")) or _num(holder[key].get("median_ms"))
+        if conf is not None:
+            break
+    vendor = None
+    for holder, key in ((wl, "vendor"), (wl, "baseline"), (best, "vendor"), (wl, "vendor_ms")):
+        raw = holder.get(key)
+        vendor = _num(raw)
+        if vendor is None and isinstance(raw, dict):
+            vendor = _num(raw.get("time_ms")) or _num(raw.get("median_ms")) or _num(raw.get("confirmed_ms"))
+        if vendor is not None:
+            break
+    ratio = _num(wl.get("vs_vendor")) or _num(best.get("vs_vendor"))
+    if ratio is None and vendor is not None:
+        ratio = vendor / (conf or _num(best.get("time_ms")) or math.inf) or None
+    return conf, vendor, ratio
+
+
+def load_run(path: Path) -> ExportSource:
+    """Tuned entries of one ``run.json``; a file that is not a finished run with an ``ok`` result is an
+    :class:`InputError` naming the file and field."""
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", file=str(path)) from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not JSON: {exc}", file=str(path)) from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("workloads"), list):
+        raise InputError(
+            "not a kernelpilot run document (no 'workloads' list)", file=str(path), field="workloads"
+        )
+    if doc.get("dry_run"):
+        raise InputError(
+            "this is a dry-run plan, not a run; nothing was measured", file=str(path), field="dry_run"
+        )
+    target = doc.get("target")
+    if not isinstance(target, str) or not target:
+        raise InputError("missing the tuning target", file=str(path), field="target")
+    entries: list[TunedEntry] = []
+    for i, wl in enumerate(doc["workloads"]):
+        best = wl.get("best") if isinstance(wl, dict) else None
+        if not best or _num(best.get("time_ms")) is None:
+            continue  # a workload without an ok result exports nothing (reported below if none has one)
+        if wl.get("target", target) != target:
+            raise InputError(
+                f"workload {wl.get('name')!r} is for target {wl.get('target')!r}, the run for {target!r}",
+                file=str(path),
+                field=f"workloads[{i}].target",
+            )
+        dims = {k: int(v) for k, v in wl["dims"].items() if k != "layout"}
+        conf, vendor, ratio = _confirmed(wl, best)
+        entries.append(
+            TunedEntry(
+                kind=str(wl["kernel"]),
+                dtype=str(wl["dtype"]),
+                layout=str(wl["dims"].get("layout", "rr")),
+                dims=dims,
+                config={k: v for k, v in best["config"].items() if k not in ("kernel", "dtype")},
+                label=str(best.get("label", "")),
+                runtime=dict(best.get("runtime") or {}),
+                time_ms=conf or float(best["time_ms"]),
+                time_source="confirmed" if conf else "search",
+                vendor_ms=vendor,
+                vendor_ratio=ratio,
+                origin={
+                    "run": path.name,
+                    "run_id": doc.get("run_id"),
+                    "workload": wl.get("name"),
+                    "device": wl.get("device") or doc.get("device"),
+                    "search_time_ms": best["time_ms"],
+                },
+            )  # fmt: skip
+        )
+    if not entries:
+        raise InputError(
+            "no workload has an 'ok' result (every best is empty): nothing to export",
+            file=str(path),
+            field="workloads[].best",
+        )
+    info = {"file": path.name, "type": "run", "run_id": doc.get("run_id"), "command": doc.get("command"),
+            "device": doc.get("device_name") or doc.get("device"), "toolchain": doc.get("toolchain"),
+            "library": doc.get("library"), "template_version": doc.get("template_version")}  # fmt: skip
+    return ExportSource(target=target, device=doc.get("device"), entries=entries, inputs=[info])
+
+
+def load_store(path: Path, target: str) -> ExportSource:
+    """The fastest ``ok`` measurement per (kind, dtype, layout, shape) of ``target`` in a results store
+    (search-time numbers: a store holds no confirmation)."""
+    from kernelpilot.tile_tuner.store import ResultsStore
+
+    if not path.is_file():
+        raise InputError("no such results store", file=str(path))
+    try:
+        store = ResultsStore(path, readonly=True)
+        rows = store.all(target=target, status="ok")
+    except Exception as exc:  # noqa: BLE001 - sqlite3 errors of a file that is no store
+        raise InputError(f"not a kernelpilot results store: {exc}", file=str(path)) from exc
+    if not rows:
+        raise InputError(f"holds no 'ok' measurement for target {target!r}", file=str(path), field="target")
+    best: dict[tuple[str, str, str, str], Any] = {}
+    for m in rows:
+        k = m.key
+        key = (k.kernel, k.dtype, k.layout, k.problem)
+        if m.time_ms and (key not in best or m.time_ms < best[key].time_ms):
+            best[key] = m
+    entries = []
+    for (kernel, dtype, layout, problem), m in sorted(best.items()):
+        cfg = {k: v for k, v in m.config.items() if k not in ("kernel", "dtype")}
+        entries.append(
+            TunedEntry(
+                kind=kernel,
+                dtype=dtype,
+                layout=layout,
+                dims={k: int(v) for k, v in json.loads(problem).items()},
+                config=cfg,
+                label=_label(cfg),
+                runtime=dict(m.runtime or {}),
+                time_ms=float(m.time_ms),
+                time_source="search",
+                origin={
+                    "store": path.name,
+                    "run_id": m.run_id,
+                    "device": m.key.device,
+                    "search_time_ms": m.time_ms,
+                },
+            )  # fmt: skip
+        )
+    info = {"file": path.name, "type": "store", "target": target}
+    return ExportSource(target=target, device=rows[0].key.device, entries=entries, inputs=[info])
+
+
+def _label(cfg: dict[str, Any]) -> str:
+    """A readable config label for store rows (run documents carry the model's own label)."""
+    return "_".join(
+        f"{k}={'x'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in sorted(cfg.items())
+    )
+
+
+def merge(sources: list[ExportSource]) -> ExportSource:
+    """One source from several: one target for all (else an :class:`InputError` naming both); for a
+    shape tuned in several inputs the fastest entry (confirmed times beat search-time ones) wins."""
+    target = sources[0].target
+    for s in sources[1:]:
+        if s.target != target:
+            raise InputError(
+                f"mixed targets: {sources[0].inputs[0]['file']} is for {target!r}, "
+                f"{s.inputs[0]['file']} for {s.target!r}; export one target at a time",
+                file=s.inputs[0]["file"],
+                field="target",
+            )
+    chosen: dict[Any, TunedEntry] = {}
+    for s in sources:
+        for e in s.entries:
+            key = e.shape_key()
+            old = chosen.get(key)
+            rank = (e.time_source != "confirmed", e.time_ms)
+            if old is None or rank < (old.time_source != "confirmed", old.time_ms):
+                chosen[key] = e
+    entries = sorted(chosen.values(), key=lambda e: e.shape_key())
+    return ExportSource(
+        target=target,
+        device=sources[0].device,
+        entries=entries,
+        inputs=[i for s in sources for i in s.inputs],
+    )

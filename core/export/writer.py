@@ -1,0 +1,41 @@
+"""Write an export folder all at once: everything goes into a sibling temporary folder that is renamed
+into place at the end, so an interrupted or failed export leaves no half-written DIR behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from kernelpilot.errors import InputError
+
+
+def write_atomically(out: Path, fill: Callable[[Path], None], *, force: bool = False) -> Path:
+    """Call ``fill(tmp)`` to populate a fresh folder, then move it to ``out``.
+
+    An existing non-empty ``out`` is an input error unless ``force`` (then it is replaced only after
+    the new folder is complete)."""
+    out = out.resolve()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
+        raise InputError(
+            "the output folder exists and is not empty: choose another --out or pass --force to replace it",
+            file=str(out),
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.export-{os.getpid()}"
+    old = out.parent / f".{out.name}.old-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        fill(tmp)
+        if out.exists():
+            out.rename(old)
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old.exists() and not out.exists():
+            old.rename(out)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+    return out
