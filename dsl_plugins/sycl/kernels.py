@@ -102,7 +102,7 @@ class SyclTileKernel:
             language="CXX",
             flags=sycl_tla.compile_flags(),
             include_dirs=sycl_tla.include_dirs(tree, self.kind) if tree else (),
-            link_flags=sycl_tla.link_flags(aot),
+            link_flags=sycl_tla.link_flags(aot, sycl_tla.parse_icpx_release(banner)),
             env=sycl_tla.build_env(self.kind),
             toolchain_version=banner,
             library_version=tree.key() if tree else "sycl-tla (not found)",

@@ -37,12 +37,27 @@ API_PROBES = (
     (Path("cutlass") / "epilogue" / "dispatch_policy.hpp", "IntelXeGeneric"),
 )
 
-#: SPIR-V extensions sycl-tla links with for icpx >= 2025.2 (cmake/FindDPCPP.cmake:108-120).
+#: SPIR-V extensions sycl-tla links with for icpx >= 2025.2; older icpx gets split barriers only
+#: (sycl-tla v0.9.1 cmake/FindDPCPP.cmake:113-117).
 SPIRV_EXTENSIONS = (
     "+SPV_INTEL_split_barrier",
     "+SPV_INTEL_2d_block_io",
     "+SPV_INTEL_subgroup_matrix_multiply_accumulate",
 )
+SPIRV_EXTENSIONS_BEFORE_2025_2 = ("+SPV_INTEL_split_barrier",)
+SPIRV_FULL_SINCE = (2025, 2)
+#: What sycl-tla's ``bmg`` CMake target builds: both Battlemage dies (cmake/FindDPCPP.cmake:90-92).
+TARGET_AOT_DEFAULT = {"bmg": "bmg-g21,bmg-g31", "pvc": "pvc"}
+#: 256 GRF per hardware thread on the link line (ocloc runs inside it), so that a hand build from
+#: BUILD.txt gets it too: the GemmUniversalAdapter kernels carry no grf_size property, and sycl-tla's
+#: build guide sets it only as IGC_ExtraOCLOptions (media/docs/cpp/build/building_with_sycl_support.md:70).
+#: One token without spaces: no nested quoting through CMake's SHELL: parsing.
+OCLOC_OPTIONS = "-cl-intel-256-GRF-per-thread"
+#: vISA's performance model for instruction scheduling, from the same build guide (line 68).
+PERFMODEL_ENV = (("IGC_VISAOptions", "-perfmodel"),)
+#: NaN/inf-aware host arithmetic: icpx defaults to -fp-model=fast, under which the verification's finite
+#: tests may be folded away (the comparison also tests bits, see kp_sycl_common.hpp).
+FP_FLAGS = ("-fhonor-nans", "-fhonor-infinities")
 #: sycl-tla's warning set (CMakeLists.txt:162-172); they keep a -Werror build of the examples quiet.
 WARNING_FLAGS = (
     "-Wall",
@@ -257,13 +272,16 @@ def require_icpx(explicit: str | None = None) -> tuple[str, str]:
 
 def aot_device(target: str, options: dict[str, Any]) -> str:
     """The ``-device`` for ocloc: an explicit ``aot_device`` (option, else ``KERNELPILOT_AOT_DEVICE``) wins,
-    then the catalogue entry of the chosen ``device``, then the target's default device.  A device object
+    then the catalogue entry of the chosen ``device``, then every die of the target as sycl-tla's CMake
+    target of that name builds (``bmg``: bmg-g21 and bmg-g31), then the target's default device.  A device object
     (the tuner's resolved catalogue entry) is accepted as well as a catalogue key or name."""
     explicit = options.get("aot_device") or os.environ.get("KERNELPILOT_AOT_DEVICE")
     if explicit:
         return str(explicit)
     from kernelpilot.hw_models.catalogue import DEFAULT_DEVICE, get_device
 
+    if not options.get("device") and target in TARGET_AOT_DEFAULT:
+        return TARGET_AOT_DEFAULT[target]
     name = options.get("device") or DEFAULT_DEVICE.get(target)
     if not name:
         raise InputError(
@@ -292,23 +310,31 @@ def compile_flags() -> tuple[str, ...]:
         "-fno-sycl-instrument-device-code",
         "-DCUTLASS_ENABLE_SYCL",
         "-DSYCL_INTEL_TARGET",
+        *FP_FLAGS,
         *WARNING_FLAGS,
     )
 
 
-def link_flags(aot: str) -> tuple[str, ...]:
-    """Link flags: AOT device for ocloc and the SPIR-V extensions (grouped as one CMake SHELL: item each
-    so CMake neither splits the quoted device string nor de-duplicates the options)."""
+def spirv_extensions(icpx_release: tuple[int, int] | None) -> tuple[str, ...]:
+    """The SPIR-V extension list for this icpx; an unknown release (dry run) gets the current list."""
+    if icpx_release is not None and icpx_release < SPIRV_FULL_SINCE:
+        return SPIRV_EXTENSIONS_BEFORE_2025_2
+    return SPIRV_EXTENSIONS
+
+
+def link_flags(aot: str, icpx_release: tuple[int, int] | None = None) -> tuple[str, ...]:
+    """Link flags: AOT device(s) and IGC options for ocloc, and the SPIR-V extensions (grouped as one
+    CMake SHELL: item each so CMake neither splits the quoted strings nor de-duplicates the options)."""
     return (
         "-fsycl",
         "-fsycl-targets=spir64_gen",
-        f'SHELL:-Xsycl-target-backend=spir64_gen "-device {aot}"',
-        f"SHELL:-Xspirv-translator -spirv-ext={','.join(SPIRV_EXTENSIONS)}",
+        f'SHELL:-Xsycl-target-backend=spir64_gen "-device {aot} -options {OCLOC_OPTIONS}"',
+        f"SHELL:-Xspirv-translator -spirv-ext={','.join(spirv_extensions(icpx_release))}",
     )
 
 
 def build_env(kind: str) -> tuple[tuple[str, str], ...]:
-    env = list(GRF_BUILD_ENV)
+    env = list(GRF_BUILD_ENV) + list(PERFMODEL_ENV)
     if kind in ("grouped_gemm", "moe_gemm", "gemm"):
         env += IGC_ALIAS_ENV
     return tuple(env)
@@ -341,10 +367,12 @@ def compile_command(icpx: str, includes: tuple[Path, ...], source: str, obj: str
     return [icpx, *compile_flags(), *inc, "-c", source, "-o", obj]
 
 
-def link_command(icpx: str, aot: str, obj: str, exe: str) -> list[str]:
+def link_command(
+    icpx: str, aot: str, obj: str, exe: str, icpx_release: tuple[int, int] | None = None
+) -> list[str]:
     """The argv of the link step (ocloc runs inside it for spir64_gen AOT)."""
     flat: list[str] = []
-    for flag in link_flags(aot):
+    for flag in link_flags(aot, icpx_release):
         if flag.startswith("SHELL:"):
             import shlex
 

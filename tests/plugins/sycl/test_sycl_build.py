@@ -19,9 +19,11 @@ from kernelpilot.tile_tuner.builder import BuildItem, render_project
 
 KERNELS = {k.kind: k for k in all_kernels()}
 SPIRV = "+SPV_INTEL_split_barrier,+SPV_INTEL_2d_block_io,+SPV_INTEL_subgroup_matrix_multiply_accumulate"
+#: what ocloc gets on the link line: 256 GRF, so a hand build from BUILD.txt needs no environment
+OCLOC = "-options -cl-intel-256-GRF-per-thread"
 COMPILE_FLAGS = [
     "-std=c++17", "-O3", "-DNDEBUG", "-fsycl", "-fsycl-targets=spir64_gen", "-fno-sycl-instrument-device-code",
-    "-DCUTLASS_ENABLE_SYCL", "-DSYCL_INTEL_TARGET", "-Wall", "-Wno-unused-variable", "-Wno-unused-local-typedef",
+    "-DCUTLASS_ENABLE_SYCL", "-DSYCL_INTEL_TARGET", "-fhonor-nans", "-fhonor-infinities", "-Wall", "-Wno-unused-variable", "-Wno-unused-local-typedef",
     "-Wno-unused-but-set-variable", "-Wno-uninitialized", "-Wno-reorder-ctor", "-Wno-logical-op-parentheses",
     "-Wno-unused-function", "-Wno-unknown-pragmas",
 ]  # fmt: skip
@@ -104,7 +106,9 @@ def test_flash_attention_needs_applications_and_a_supported_release(tmp_path: Pa
 
 def test_aot_device_explicit_choice_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KERNELPILOT_AOT_DEVICE", raising=False)
-    assert sycl_tla.aot_device("bmg", {}) == "bmg-g21"  # default BMG device: Arc B580
+    # no device chosen: both Battlemage dies, as sycl-tla's `bmg` CMake target (FindDPCPP.cmake:90-92)
+    assert sycl_tla.aot_device("bmg", {}) == "bmg-g21,bmg-g31"
+    assert sycl_tla.aot_device("bmg", {"device": "arc_b580"}) == "bmg-g21"
     assert sycl_tla.aot_device("pvc", {}) == "pvc"
     assert sycl_tla.aot_device("bmg", {"device": "arc_pro_b70"}) == "bmg-g31"
     assert sycl_tla.aot_device("bmg", {"device": "arc_pro_b70", "aot_device": "bmg-g21"}) == "bmg-g21"
@@ -121,9 +125,17 @@ def test_compile_and_link_argv() -> None:
         "icpx", *COMPILE_FLAGS, "-I/s/include", "-I/s/tools/util/include", "-c", "gemm.cpp", "-o", "gemm.o",
     ]  # fmt: skip
     assert sycl_tla.link_command("icpx", "bmg-g31", "gemm.o", "program") == [
-        "icpx", "-fsycl", "-fsycl-targets=spir64_gen", "-Xsycl-target-backend=spir64_gen", "-device bmg-g31",
+        "icpx", "-fsycl", "-fsycl-targets=spir64_gen", "-Xsycl-target-backend=spir64_gen", f"-device bmg-g31 {OCLOC}",
         "-Xspirv-translator", f"-spirv-ext={SPIRV}", "gemm.o", "-o", "program",
     ]  # fmt: skip
+
+
+def test_spirv_extensions_follow_the_icpx_release() -> None:
+    """sycl-tla links icpx < 2025.2 with split barriers only (cmake/FindDPCPP.cmake:113-117)."""
+    old = sycl_tla.link_command("icpx", "pvc", "a.o", "p", icpx_release=(2025, 1))
+    assert "-spirv-ext=+SPV_INTEL_split_barrier" in old and "2d_block_io" not in " ".join(old)
+    assert f"-spirv-ext={SPIRV}" in sycl_tla.link_command("icpx", "pvc", "a.o", "p", icpx_release=(2025, 2))
+    assert f"-spirv-ext={SPIRV}" in sycl_tla.link_command("icpx", "pvc", "a.o", "p")  # unknown: current list
 
 
 def test_recipe_flags_env_and_includes(tmp_path: Path) -> None:
@@ -134,12 +146,14 @@ def test_recipe_flags_env_and_includes(tmp_path: Path) -> None:
     assert gemm.link_flags == (
         "-fsycl",
         "-fsycl-targets=spir64_gen",
-        'SHELL:-Xsycl-target-backend=spir64_gen "-device bmg-g21"',
+        f'SHELL:-Xsycl-target-backend=spir64_gen "-device bmg-g21 {OCLOC}"',
         f"SHELL:-Xspirv-translator -spirv-ext={SPIRV}",
     )
-    # 256-GRF at AOT build time (ocloc runs inside the link) and sycl-tla's IGC workaround
+    # 256-GRF at AOT build time (ocloc runs inside the link), vISA's performance model (sycl-tla's build
+    # guide) and sycl-tla's IGC workaround
     assert dict(gemm.env) == {
         "IGC_ExtraOCLOptions": "-cl-intel-256-GRF-per-thread",
+        "IGC_VISAOptions": "-perfmodel",
         "IGC_VectorAliasBBThreshold": "10000",
     }
     assert gemm.library_version == "sycl-tla 0.9.1 (cutlass 4.2.1)"
@@ -191,7 +205,7 @@ def test_generated_cmake_project_as_data(tmp_path: Path) -> None:
     text = (project / "CMakeLists.txt").read_text()
     assert "project(kernelpilot_batch LANGUAGES CXX)" in text
     assert "set(KP_FLAGS " + " ".join(f'"{f}"' for f in COMPILE_FLAGS) + ")" in text
-    assert '"SHELL:-Xsycl-target-backend=spir64_gen \\"-device bmg-g31\\""' in text
+    assert '"SHELL:-Xsycl-target-backend=spir64_gen \\"-device bmg-g31 -options' in text
     assert f'"SHELL:-Xspirv-translator -spirv-ext={SPIRV}"' in text
     assert f"add_executable({item.target} {item.target}/gemm.cpp)" in text
     assert (
@@ -238,7 +252,7 @@ def test_cmake_expands_the_project_into_the_exact_commands(tmp_path: Path) -> No
     assert flags[-2:] == ["-c", str(project / item.target / "gemm.cpp")]
     link_tail = link_argv[link_argv.index(cxx) + 1 :]
     assert link_tail[:6] == [
-        "-fsycl", "-fsycl-targets=spir64_gen", "-Xsycl-target-backend=spir64_gen", "-device bmg-g31",
+        "-fsycl", "-fsycl-targets=spir64_gen", "-Xsycl-target-backend=spir64_gen", f"-device bmg-g31 {OCLOC}",
         "-Xspirv-translator", f"-spirv-ext={SPIRV}",
     ]  # fmt: skip
     assert link_tail[-2:] == ["-o", f"bin/{item.target}/program"]

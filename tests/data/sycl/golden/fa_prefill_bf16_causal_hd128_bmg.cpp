@@ -190,21 +190,26 @@ struct Attention {
       int offset = std::min(d.sq, d.skv);
       int discard = d.sq - offset;
       int full_tile_offset = d.skv - offset;
+      // Causal with seq_qo > seq_kv: rows above `discard` see no key at all; sycl-tla leaves them unwritten
+      // (xe_fmha_fwd_kernel.hpp:224-226), so their content is undefined and they are not compared.
+      if (kCausal && i < discard) continue;
       std::vector<float> ref(d.dvo, 0.0f);
-      if (!(kCausal && i < discard)) {
+      {
         double scale = 1.0 / std::sqrt(double(d.dqk));
         std::vector<double> s(d.skv);
-        double mx = -INFINITY;
+        // No infinities in the reference (the build may assume none exist): masked keys are flagged instead.
+        std::vector<char> masked(d.skv, 0);
+        double mx = -1e300;
         for (int j = 0; j < d.skv; ++j) {
-          bool masked = kCausal && (j - full_tile_offset) > (i - discard);
-          if (masked) { s[j] = -INFINITY; continue; }
+          masked[j] = kCausal && (j - full_tile_offset) > (i - discard);
+          if (masked[j]) { s[j] = 0.0; continue; }
           double acc = 0;
           for (int t = 0; t < d.dqk; ++t) acc += double(q[t]) * k_host[int64_t(j) * d.dqk + t];
           s[j] = acc * scale;
           mx = std::max(mx, s[j]);
         }
         double sum = 0;
-        for (int j = 0; j < d.skv; ++j) { s[j] = std::isinf(s[j]) ? 0.0 : std::exp(s[j] - mx); sum += s[j]; }
+        for (int j = 0; j < d.skv; ++j) { s[j] = masked[j] ? 0.0 : std::exp(s[j] - mx); sum += s[j]; }
         std::vector<double> o(d.dvo, 0.0);
         for (int j = 0; j < d.skv; ++j) {
           if (s[j] == 0.0) continue;
@@ -289,7 +294,11 @@ int main(int argc, const char** argv) {
       c.hkv = std::min(d.hkv, 2);
       c.hq = c.hkv * (d.hq / d.hkv);
       c.sq = kPersistent ? 1 : std::min(d.sq, 256 + 5);
-      c.skv = 2 * 32 + 7;
+      // seq_kv >= seq_qo: with causal masking and more query than key rows, sycl-tla v0.9.1 skips every
+      // subgroup whose first row is fully masked (applications/flash_attention_v2/kernel/
+      // xe_fmha_fwd_kernel.hpp:224-226) and never writes its rows, so a correct kernel would read as wrong.
+      // The trailing +7 keeps a partial KV tile.
+      c.skv = std::max(2 * 32, (c.sq + 32 - 1) / 32 * 32) + 7;
       Attention check(c, 1000);
       check.initialize(hw_info);
       check.run();

@@ -111,6 +111,7 @@ struct Problem {
   StrideD stride_D;
   Gemm op;
   cutlass::device_memory::allocation<uint8_t> workspace;
+  std::unique_ptr<typename Gemm::GemmKernel::Arguments> launch_arguments;  // every launch re-initializes
 
   Problem(int m_, int n_, int k_, uint64_t seed, cutlass::DeviceAllocation<ElementOutput>* shared_D) : m(m_), n(n_), k(k_) {
     stride_A = cutlass::make_cute_packed_stride(StrideA{}, cute::make_shape(m, k, 1));
@@ -147,9 +148,19 @@ struct Problem {
     if (op.initialize(arguments, workspace.get()) != cutlass::Status::kSuccess) {
       throw kp::CannotRun("Gemm::initialize failed");
     }
+    launch_arguments.reset(new typename Gemm::GemmKernel::Arguments(arguments));
   }
 
   void run() {
+    // Stream-K / split-K: the barrier flags are zeroed only by initialize()
+    // (sycl-tla v0.9.1 include/cutlass/gemm/kernel/xe_persistent_tile_scheduler_params_streamk.hpp:664-673)
+    // and peers wait for exact flag values (xe_tile_scheduler_streamk.hpp:377,393; barrier.h:157-168), so
+    // a bare op.run() relaunch after the first would spin forever.  Re-initialize before every launch, as
+    // examples/03_bmg_gemm_streamk/03_bmg_gemm_streamk.cpp:313 does; the timed cost therefore includes
+    // the barrier-workspace memset that every real stream-K call pays.
+    if (op.initialize(*launch_arguments, workspace.get()) != cutlass::Status::kSuccess) {
+      throw kp::CannotRun("Gemm::initialize failed");
+    }
     if (op.run() != cutlass::Status::kSuccess) throw kp::CannotRun("Gemm::run failed");
   }
 
