@@ -17,7 +17,7 @@ All times are medians of repeated CUDA-event timings on random data with L2-defe
 
 Usage on the GPU machine::
 
-    python benchmarks/cuda_kinds_bench.py --cache .e_carry/kp_cache --out results.json
+    python benchmarks/cuda_kinds_bench.py --cache .kp-cache/cuda_kinds --out results.json
 """
 
 from __future__ import annotations
@@ -278,7 +278,7 @@ def _driver() -> str | None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cache", default=".e_carry/kp_cache")
+    ap.add_argument("--cache", default=".kp-cache/cuda_kinds")
     ap.add_argument("--work", default="/tmp/kp_cuda_kinds_build")
     ap.add_argument("--out", required=True)
     ap.add_argument("--kinds", default="grouped_gemm,moe_gemm,fa_prefill,fa_decode")

@@ -1,9 +1,10 @@
 """Render and build every candidate program of the CUDA kinds benchmark with the tuner's builder.
 
-Usage (CPU machine with nvcc; serialize with the shared lock, one config per lock hold)::
+Usage (CPU machine with nvcc; ``KERNELPILOT_BUILD_LOCK`` optionally serializes builds of several
+processes, one config per lock hold)::
 
-    CUTLASS_DIR=/work/deps/nvidia-cutlass KERNELPILOT_BUILD_LOCK=/tmp/kp-nvcc.lock \\
-        python benchmarks/cuda_kinds_build.py --cache .e_carry/kp_cache --jobs 1 --one-at-a-time
+    CUTLASS_DIR=.deps/cutlass KERNELPILOT_BUILD_LOCK=/tmp/kp-nvcc.lock \\
+        python benchmarks/cuda_kinds_build.py --cache .kp-cache/cuda_kinds --jobs 1 --one-at-a-time
 
 On the GPU machine (16 cores) the same command without the lock builds what the cache lacks in
 parallel.  Builds go through ``kernelpilot.tile_tuner.builder`` (CMake + ninja, content-addressed
@@ -57,7 +58,7 @@ def plan() -> list[tuple[str, str, Any, BuildItem, dict[str, Any]]]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cache", default=".e_carry/kp_cache")
+    ap.add_argument("--cache", default=".kp-cache/cuda_kinds")
     ap.add_argument("--work", default="/tmp/kp_cuda_kinds_build")
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument(

@@ -12,6 +12,7 @@ passes can only count against kernelpilot.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sqlite3
@@ -24,7 +25,9 @@ def geomean(xs: list[float]) -> float:
 
 
 def main() -> int:
-    d = Path(sys.argv[1])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dir", type=Path, help="the --out folder of benchmarks/gemm_h200.py's final run")
+    d = ap.parse_args().dir
     run = json.loads((d / "run_final.json").read_text())
     cb1 = json.loads((d / "cublas.json").read_text())
     cb2 = json.loads((d / "cublas2.json").read_text())

@@ -1,6 +1,6 @@
 """Summarize the recorded H200 run (no GPU): tuned CUTLASS vs cuBLAS per shape, cold/warm wall time.
 
-    python benchmarks/gemm_h200_summarize.py > benchmarks/results/gemm_h200_results.json
+    python benchmarks/gemm_h200_summarize.py [--results DIR] > benchmarks/results/gemm_h200_results.json
 
 Inputs (all recorded by benchmarks/gemm_h200.py on the H200 via benchmarks/gemm_h200_device.sh):
 gemm_h200_gt_run.json (exhaustive ground truth, 34 configs x 10 shapes), gemm_h200_cublas.json (cuBLAS
@@ -10,15 +10,22 @@ gemm_h200_cublas_rerun*.json (cuBLAS measured twice more in a second call, to sh
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
 from pathlib import Path
 
-R = Path(__file__).parent / "results"
-
 
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument(
+        "--results",
+        type=Path,
+        default=Path(__file__).parent / "results",
+        help="folder with the run's JSON files (default: benchmarks/results)",
+    )
+    R = ap.parse_args().results
     gt = json.loads((R / "gemm_h200_gt_run.json").read_text())
     cold = json.loads((R / "gemm_h200_cold_run.json").read_text())
     cbs = [

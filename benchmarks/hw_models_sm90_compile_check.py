@@ -1,12 +1,18 @@
 """Compile-check sm90 configs the hardware model accepts (no GPU needed): build, read ptxas, compare stages.
 
 For each config this renders the project's CUTLASS GEMM program (dsl_plugins/cuda/gemm.py
-``render_source``), compiles it with nvcc for sm_90a under a build lock (flock), and records
+``render_source``), compiles it with nvcc for sm_90a (optionally under ``flock --lock FILE``, so builds of several
+processes on a small machine run one at a time), and records
 whether it compiled, the spill bytes ptxas reports for the GEMM kernel, and the mainloop stage count
 CUTLASS chose (from the kernel's mangled name, ``MainloopSm90TmaGmmaWarpSpecialized<Stages,...>``)
-next to the model's prediction.  Writes benchmarks/results/hw_models_sm90_compile_check.json.
+next to the model's prediction.  Writes ``--out`` (default
+benchmarks/results/hw_models_sm90_compile_check.json).
 
-    python benchmarks/hw_models_sm90_compile_check.py [--workdir DIR] [--reuse] [--only NAME ...]
+    python benchmarks/hw_models_sm90_compile_check.py [--cutlass DIR] [--lock FILE] [--workdir DIR]
+        [--reuse] [--only NAME ...] [--out FILE]
+
+CUTLASS headers: ``--cutlass``, else ``CUTLASS_DIR``, ``./.deps/cutlass`` or an installed
+``nvidia-cutlass`` wheel (``kernelpilot.toolchain.find_headers``).
 
 ``--reuse`` parses logs already in ``--workdir`` (built by an earlier run with the same command)
 instead of compiling again; a config without a log is built.
@@ -17,16 +23,18 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 from kernelpilot.dsl_plugins.cuda.gemm import render_source
 from kernelpilot.hw_models.sm90 import Sm90Model, auto_stages
-from kernelpilot.toolchain import tool_version
+from kernelpilot.toolchain import HeaderTree, find_headers, tool_version
 
-CUTLASS = Path("/work/deps/nvidia-cutlass/cutlass_library/source")
+REPO = Path(__file__).resolve().parents[1]
 CONFIGS = {
     "c128x192x64_coop": {"tile": [128, 192, 64], "cluster": [1, 1], "schedule": "cooperative"},
     "c256x64x64_pp": {"tile": [256, 64, 64], "cluster": [1, 1], "schedule": "pingpong"},
@@ -55,17 +63,43 @@ NVCC = [
 ]
 
 
-def command(name: str) -> list[str]:
+def command(name: str, cutlass: Path | str, lock: str | None) -> list[str]:
+    """nvcc for one program; ``cutlass`` is the header tree's root (``include/``, ``tools/util/include``)."""
     return [
-        "flock",
-        "/tmp/kp-nvcc.lock",
+        *(["flock", lock] if lock else []),
         *NVCC,
-        f"-I{CUTLASS}/include",
-        f"-I{CUTLASS}/tools/util/include",
+        f"-I{cutlass}/include",
+        f"-I{cutlass}/tools/util/include",
         "-o",
         f"{name}.bin",
         f"{name}.cu",
     ]
+
+
+def find_cutlass(explicit: str | None) -> HeaderTree:
+    """The CUTLASS headers to build against; exits 2 naming the flag when there are none."""
+    tree = find_headers("cutlass", explicit)
+    if explicit and (tree is None or tree.source != "explicit path"):
+        print(f"error: --cutlass {explicit}: no CUTLASS header tree (include/cutlass) there", file=sys.stderr)
+        raise SystemExit(2)
+    if tree is None:
+        print("error: no CUTLASS headers found: pass --cutlass DIR or set CUTLASS_DIR", file=sys.stderr)
+        raise SystemExit(2)
+    return tree
+
+
+def add_build_flags(ap: argparse.ArgumentParser) -> None:
+    """Flags shared with hw_models_sm90_rejected_compile.py (both records use the same build)."""
+    ap.add_argument("--cutlass", help="CUTLASS header tree (default: CUTLASS_DIR, ./.deps/cutlass, wheel)")
+    ap.add_argument(
+        "--lock",
+        default=os.environ.get("KERNELPILOT_BUILD_LOCK"),
+        help="run each nvcc under flock FILE (default: $KERNELPILOT_BUILD_LOCK, else no lock)",
+    )
+    ap.add_argument(
+        "--reuse", action="store_true", help="parse logs already in --workdir instead of building"
+    )
+    ap.add_argument("--only", nargs="*", default=None)
 
 
 def parse_log(text: str) -> dict:
@@ -85,11 +119,15 @@ def parse_log(text: str) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--workdir", default="/tmp/hwA_builds")
-    ap.add_argument("--reuse", action="store_true")
-    ap.add_argument("--only", nargs="*", default=None)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workdir", default="/tmp/kp-sm90-compile-check", help="sources, logs, binaries")
+    ap.add_argument(
+        "--out", type=Path, default=REPO / "benchmarks" / "results" / "hw_models_sm90_compile_check.json"
+    )
+    add_build_flags(ap)
     args = ap.parse_args()
+    tree = find_cutlass(args.cutlass)
+    cutlass = tree.include.parent
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     model = Sm90Model()
@@ -106,7 +144,8 @@ def main() -> int:
         if not (args.reuse and log.exists() and log.stat().st_size > 0):
             start = time.time()
             with log.open("w") as fh:
-                rc = subprocess.run(command(name), cwd=work, stdout=fh, stderr=subprocess.STDOUT).returncode
+                argv = command(name, cutlass, args.lock)
+                rc = subprocess.run(argv, cwd=work, stdout=fh, stderr=subprocess.STDOUT).returncode
             seconds = round(time.time() - start, 1)
         else:
             rc = 0 if (work / f"{name}.bin").exists() else 1
@@ -130,13 +169,12 @@ def main() -> int:
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "host": "CPU build machine (2 cores), no GPU",
         "nvcc": tool_version("nvcc"),
-        "cutlass": "nvidia-cutlass 4.2.0.0 wheel headers (" + str(CUTLASS) + ")",
-        "command": "python benchmarks/hw_models_sm90_compile_check.py "
-        + " ".join((["--reuse"] if args.reuse else []) + ["--workdir", str(work)]),
-        "nvcc_command": " ".join(command("<name>")),
+        "cutlass": f"CUTLASS {tree.version} headers (found via {tree.source})",
+        "command": "python benchmarks/hw_models_sm90_compile_check.py " + " ".join(sys.argv[1:]),
+        "nvcc_command": " ".join(command("<name>", "$CUTLASS_DIR", args.lock)),
         "results": rows,
     }
-    dest = Path(__file__).parent / "results" / "hw_models_sm90_compile_check.json"
+    dest = args.out
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {dest}")

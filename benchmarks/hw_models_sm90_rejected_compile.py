@@ -1,19 +1,19 @@
 """Compile-check the sm90 configs the hardware model REJECTS (no GPU needed): what does the toolchain do?
 
-Issue 3 asks what the rejected configs of the validation set actually do.  Without a GPU, this is
-what is measurable: every ``rejected`` entry of benchmarks/sm90_model_validation_configs.yaml is
+What do the configs the model rejects actually do?  Without a GPU, this is what is measurable: every ``rejected`` entry of benchmarks/sm90_model_validation_configs.yaml is
 rendered through the project's real CUTLASS GEMM template (dsl_plugins/cuda/gemm.py
 ``render_source``; the mismatched-epilogue entries use the explicit ``tma_coop`` / ``tma_ws``
-epilogues) and compiled with nvcc for sm_90a under the team's build lock, one at a time.  Per config
+epilogues) and compiled with nvcc for sm_90a, one at a time (optionally under ``flock --lock FILE``).  Per config
 it records the rule(s) the model reported, the model's prediction, and the observed outcome: the
 compiler's error (static_assert text), or ptxas's registers / stack / spill bytes for the GEMM
 kernel.  A config that compiles without spills is recorded as exactly that: its failure mode
 (wrong results, launch failure, slowness) needs a GPU run and is NOT measured here.
 
-Writes benchmarks/results/hw_models_sm90_rejected_compile.json (after every config, so an
-interrupted run keeps what it built; ``--reuse`` parses logs already in ``--workdir``).
+Writes ``--out`` (default benchmarks/results/hw_models_sm90_rejected_compile.json) after every config,
+so an interrupted run keeps what it built; ``--reuse`` parses logs already in ``--workdir``.
 
-    python benchmarks/hw_models_sm90_rejected_compile.py [--workdir DIR] [--reuse] [--only LABEL ...]
+    python benchmarks/hw_models_sm90_rejected_compile.py [--cutlass DIR] [--lock FILE] [--workdir DIR]
+        [--validation YAML] [--reuse] [--only LABEL ...] [--out FILE]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from kernelpilot.toolchain import tool_version
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.resolve()))
 # the nvcc command of the accepted-config check: both records are built with the same flags
-from hw_models_sm90_compile_check import CUTLASS, command  # noqa: E402
+from hw_models_sm90_compile_check import add_build_flags, command, find_cutlass  # noqa: E402
 
 VALIDATION = HERE / "sm90_model_validation_configs.yaml"
 DEST = HERE / "results" / "hw_models_sm90_rejected_compile.json"
@@ -159,11 +159,11 @@ def outcome(compiled: bool, ptxas: dict, errors: list[str]) -> tuple[str, str]:
     )
 
 
-def load_rejected() -> list[dict]:
-    return yaml.safe_load(VALIDATION.read_text())["rejected"]
+def load_rejected(path: Path = VALIDATION) -> list[dict]:
+    return yaml.safe_load(path.read_text())["rejected"]
 
 
-def build_one(model: Sm90Model, entry: dict, work: Path, reuse: bool) -> dict:
+def build_one(model: Sm90Model, entry: dict, work: Path, reuse: bool, argv: list[str]) -> dict:
     cfg = model.parse_config(entry["config"])
     problem = {"M": 4096, "N": 4096, "K": 4096, "layout": "rr"}
     check = model.check(cfg, problem)
@@ -175,7 +175,7 @@ def build_one(model: Sm90Model, entry: dict, work: Path, reuse: bool) -> dict:
     if not (reuse and rc_file.exists() and log.exists()):
         start = time.time()
         with log.open("w") as fh:
-            rc = subprocess.run(command(name), cwd=work, stdout=fh, stderr=subprocess.STDOUT).returncode
+            rc = subprocess.run(argv, cwd=work, stdout=fh, stderr=subprocess.STDOUT).returncode
         seconds = round(time.time() - start, 1)
         rc_file.write_text(f"{rc} {seconds}\n")
     else:
@@ -213,43 +213,49 @@ def build_one(model: Sm90Model, entry: dict, work: Path, reuse: bool) -> dict:
     }
 
 
-def write(rows: list[dict], args: argparse.Namespace, work: Path) -> None:
+def write(rows: list[dict], args: argparse.Namespace, cutlass: str) -> None:
     out = {
         "what": "sm90 configs the hardware model REJECTS (validation set), rendered through the real CUTLASS "
         "GEMM template and compiled locally for sm_90a; no GPU run: run-time failure modes are not measured",
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "host": "CPU build machine (2 cores), no GPU",
         "nvcc": tool_version("nvcc"),
-        "cutlass": "nvidia-cutlass 4.2.0.0 wheel headers (" + str(CUTLASS) + ")",
-        "validation_set": "benchmarks/sm90_model_validation_configs.yaml (rejected)",
-        "command": "python benchmarks/hw_models_sm90_rejected_compile.py --workdir " + str(work),
+        "cutlass": cutlass,
+        "validation_set": f"{args.validation} (rejected)",
+        "command": "python benchmarks/hw_models_sm90_rejected_compile.py " + " ".join(sys.argv[1:]),
         "parsed_with": "the same command"
         + (" plus --reuse (logs and exit codes of the builds at built_at, re-parsed)" if args.reuse else ""),
-        "nvcc_command": " ".join(command("<label>")),
+        "nvcc_command": " ".join(command("<label>", "$CUTLASS_DIR", args.lock)),
         "results": rows,
     }
-    DEST.parent.mkdir(parents=True, exist_ok=True)
-    DEST.write_text(json.dumps(out, indent=2) + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=2) + "\n")
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--workdir", default="/tmp/hwA2_rejected")
-    ap.add_argument("--reuse", action="store_true")
-    ap.add_argument("--only", nargs="*", default=None)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workdir", default="/tmp/kp-sm90-rejected-compile", help="sources, logs, binaries")
+    ap.add_argument(
+        "--validation", type=Path, default=VALIDATION, help="validation set YAML (its rejected list)"
+    )
+    ap.add_argument("--out", type=Path, default=DEST)
+    add_build_flags(ap)
     args = ap.parse_args()
+    tree = find_cutlass(args.cutlass)
+    cutlass = f"CUTLASS {tree.version} headers (found via {tree.source})"
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     model = Sm90Model()
     rows: list[dict] = []
-    for entry in load_rejected():
+    for entry in load_rejected(args.validation):
         if args.only and entry["label"] not in args.only:
             continue
-        rows.append(build_one(model, entry, work, args.reuse))
+        argv = command(entry["label"], tree.include.parent, args.lock)
+        rows.append(build_one(model, entry, work, args.reuse, argv))
         print(json.dumps({k: rows[-1][k] for k in ("label", "model_rules", "observed")}), flush=True)
-        write(rows, args, work)
+        write(rows, args, cutlass)
     disagree = [r["label"] for r in rows if not r["agrees_with_model"]]
-    print(f"wrote {DEST}: {len(rows)} rejected configs, {len(disagree)} disagreements {disagree}")
+    print(f"wrote {args.out}: {len(rows)} rejected configs, {len(disagree)} disagreements {disagree}")
     return 1 if disagree else 0
 
 
