@@ -179,8 +179,15 @@ def _toy_run(tmp: Path, shapes: list[str], out_name: str) -> Path:
     return tmp / out_name / "run.json"
 
 
-def test_export_from_a_run_and_merge_of_runs(tmp_path):
-    run_a = _toy_run(tmp_path, ["M: 4096, N: 4096, K: 4096", "M: 1024, N: 1024, K: 1024"], "a")
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory) -> Path:
+    return _toy_run(
+        tmp_path_factory.mktemp("toy"), ["M: 4096, N: 4096, K: 4096", "M: 1024, N: 1024, K: 1024"], "a"
+    )
+
+
+def test_export_from_a_run_and_merge_of_runs(tmp_path, toy_run):
+    run_a = toy_run
     doc_a = json.loads(run_a.read_text())
     r = _export(tmp_path, str(run_a), "--fallback", "nearest")
     assert r.returncode == 0, r.stderr
@@ -218,8 +225,8 @@ def _assert_nothing_written(tmp: Path) -> None:
     assert not [p for p in tmp.iterdir() if ".export-" in p.name or ".old-" in p.name]
 
 
-def test_bad_inputs_exit_2_and_write_nothing(tmp_path):
-    run_doc = json.loads((REPO / "benchmarks" / "results" / "gemm_h200_final_run.json").read_text())
+def test_bad_inputs_exit_2_and_write_nothing(tmp_path, toy_run):
+    run_doc = json.loads(toy_run.read_text())
     no_ok = {**run_doc, "workloads": [{**w, "best": None} for w in run_doc["workloads"]]}
     (tmp_path / "no_ok.json").write_text(json.dumps(no_ok))
     xe = {**run_doc, "target": "bmg", "workloads": [{**w, "target": "bmg"} for w in run_doc["workloads"]]}
@@ -227,7 +234,7 @@ def test_bad_inputs_exit_2_and_write_nothing(tmp_path):
     grouped = {**run_doc, "workloads": [{**run_doc["workloads"][0], "kernel": "grouped_gemm", "name": "g0"}]}
     (tmp_path / "grouped.json").write_text(json.dumps(grouped))
     (tmp_path / "plan.json").write_text(json.dumps({"dry_run": True, "workloads": []}))
-    final = str(REPO / "benchmarks" / "results" / "gemm_h200_final_run.json")
+    final = str(toy_run)
     cases = [
         ((str(tmp_path / "missing.json"),), "missing.json"),
         ((str(tmp_path / "no_ok.json"),), "no workload has an 'ok' result"),
@@ -265,3 +272,20 @@ def test_interrupted_write_leaves_no_folder(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         write_atomically(tmp_path / "out", fill)
     _assert_nothing_written(tmp_path)
+
+
+def test_h200_check_script_plans_from_the_export(store_export):
+    """benchmarks/export_h200.py --dry-run (no torch, no GPU) reads the export's dispatch.json."""
+    import sys
+
+    r = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "export_h200.py"), "--name", "kpt", "--dispatch",
+         str(store_export / "dispatch.json"), "--out", "unused.json", "--dry-run"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    plan = json.loads(r.stdout)["plan"]
+    assert sorted(map(tuple, plan["tuned"])) == sorted(_store_best()) and plan["policies"] == [
+        "vendor",
+        "nearest",
+        "error",
+    ]
