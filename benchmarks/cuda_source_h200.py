@@ -106,8 +106,8 @@ def ev_dict(ev: Any) -> dict[str, Any]:
 
 
 def tunable_values(source: str, spec_path: Path, variant: str) -> dict[str, Any]:
+    from kernelpilot.cpp_source.tunables import current_values, spec_tunables
     from kernelpilot.dsl_plugins.cuda.pipeline_stages import cpp_view
-    from kernelpilot.dsl_plugins.cuda.source_tunables import current_values, spec_tunables
     from kernelpilot.spec import load_spec
 
     tunables = spec_tunables(load_spec(spec_path), variant)
@@ -214,9 +214,9 @@ def dry_run(name: str, args: argparse.Namespace) -> dict[str, Any]:
     """CPU check of everything before the GPU: nvcc front end, the analysis plan, the autotuning
     batches, and a full sm_90a build (ptxas included) of the first candidates."""
     from kernelpilot.dsl_plugins.cuda.pipeline_stages import (
-        CppSourceAnalyzer,
+        CudaAutotuneStage,
+        CudaSourceAnalyzer,
         RestrictPointersStage,
-        SourceAutotuneStage,
     )
     from kernelpilot.dsl_plugins.cuda.source_build import BuildOptions, compile_library
     from kernelpilot.dsl_plugins.cuda.source_executor import CudaSourceExecutor
@@ -231,10 +231,10 @@ def dry_run(name: str, args: argparse.Namespace) -> dict[str, Any]:
     ex.prepare(kernel, spec, args.variant)
     problems = ex.validate(source)
     ex.close()
-    issues = CppSourceAnalyzer().analyze(source)
+    issues = CudaSourceAnalyzer().analyze(source)
     plan = make_plan(issues, None, {"memory_access", "autotuning"})
     ctx = StageContext("autotuning", "cuda", "cuda", source, source, [], spec, args.variant, None)
-    first_batch = SourceAutotuneStage().propose(ctx)
+    first_batch = CudaAutotuneStage().propose(ctx)
     restricted = RestrictPointersStage().propose(ctx)
     builds = []
     codes = [source, *restricted, *first_batch[: args.dry_builds]]

@@ -30,7 +30,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-_CALL = re.compile(r"\bload_inline\s*\(")
+from kernelpilot.python_source.load_inline import uses_load_inline
+
 # what load_inline prepends to the CUDA sources (torch/utils/cpp_extension.py, no_implicit_headers=False)
 IMPLICIT_CUDA_HEADERS = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
 # torch's COMMON_NVCC_FLAGS: the syntax pass sees the code the way the extension build does
@@ -41,12 +42,6 @@ TORCH_NVCC_FLAGS = (
     "-D__CUDA_NO_HALF2_OPERATORS__",
     "--expt-relaxed-constexpr",
 )
-
-
-def uses_load_inline(source: str) -> bool:
-    """DSL detection: the file calls ``load_inline`` with ``cuda_sources`` (text search, so a file with a
-    Python syntax error is still recognised and gets the parser's message from ``validate``)."""
-    return bool(_CALL.search(source)) and "cuda_sources" in source
 
 
 @dataclass(frozen=True)

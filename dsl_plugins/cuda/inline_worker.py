@@ -11,8 +11,8 @@ imported, ``torch.utils.cpp_extension.load_inline`` is wrapped (:func:`install_b
   output with the build folder's path removed -- the verdict is ``compile_error`` and that text is the
   feedback the next attempt sees.
 
-Everything after the import is the Triton worker's protocol for a ``Model`` (seeded inputs, oracle,
-poisoned allocations, ``compare``, ``do_bench`` timing, interleaved side-by-side rounds); this module
+Everything after the import is the core's protocol for a ``Model`` (:mod:`kernelpilot.worker_kit.model_worker`:
+seeded inputs, oracle, poisoned allocations, ``compare``, ``do_bench`` timing, interleaved side-by-side rounds); this module
 only adds the build step, the build records in ``extra.builds`` and the ``build_only`` mode the
 executor's parallel :meth:`prebuild` uses.  On ``--device cpu`` (a CPU build of torch) the CUDA
 segments are compiled to an object with nvcc and the same flags instead, and the verdict says the
@@ -30,13 +30,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.dsl_plugins.triton import worker as common
+from kernelpilot.worker_kit import model_worker
+from kernelpilot.worker_kit.model import build_model, load_module
+from kernelpilot.worker_kit.serve import error_text, exit_without_teardown, serve_job
 
 BUILDS: list[dict[str, Any]] = []  # one record per load_inline call in this process
 
 
 class CompilationError(RuntimeError):
-    """A candidate's extension did not build (classified ``compile_error`` by the common worker)."""
+    """A candidate's extension did not build (classified ``compile_error`` by the worker kit)."""
 
 
 def _as_list(value: Any) -> list[str]:
@@ -136,13 +138,14 @@ def install_build_hook(torch: Any, cache_dir: Path) -> None:
 def compile_only(job: dict[str, Any], path: str) -> dict[str, Any]:
     """Without a CUDA torch: nvcc -c of each CUDA segment exactly as load_inline writes it (object only,
     nothing links or runs).  Gives compile errors as verdicts on a machine without a GPU."""
+    from kernelpilot.cpp_source.build import cached_build
     from kernelpilot.dsl_plugins.cuda.inline_source import (
         IMPLICIT_CUDA_HEADERS,
         TORCH_NVCC_FLAGS,
         cuda_segments,
         torch_build_info,
     )
-    from kernelpilot.dsl_plugins.cuda.source_build import arch_flags, cached_build, find_nvcc
+    from kernelpilot.dsl_plugins.cuda.source_build import arch_flags, find_nvcc
 
     info = torch_build_info(sys.executable)
     build = job.get("build") or {}
@@ -213,7 +216,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     torch = _prepare(job)
     if job.get("mode") == "build_only":
         return build_only(torch, job)
-    return _with_builds(common.run_job(job))
+    return _with_builds(model_worker.run_job(job))
 
 
 def build_only(torch: Any, job: dict[str, Any]) -> dict[str, Any]:
@@ -221,13 +224,13 @@ def build_only(torch: Any, job: dict[str, Any]) -> dict[str, Any]:
     ``__init__`` builds); nothing runs.  The build lands in the shared cache for the real evaluation."""
     sys.path.insert(0, job["kernel_dir"])
     try:
-        module = common._load_module(job["candidate_paths"][0], "kp_candidate")
+        module = load_module(job["candidate_paths"][0], "kp_candidate")
         if not BUILDS:
-            common.build_model(torch, module, job["variant"], job["device"])
+            build_model(torch, module, job["variant"], job["device"])
     except CompilationError as exc:
         return _with_builds({"verdict": "compile_error", "message": str(exc)})
     except BaseException as exc:  # noqa: BLE001
-        return _with_builds({"verdict": "runtime_error", "message": common._error_text(exc)})
+        return _with_builds({"verdict": "runtime_error", "message": error_text(exc)})
     return _with_builds({"verdict": "built", "message": f"{len(BUILDS)} extension(s) built or reused"})
 
 
@@ -238,12 +241,12 @@ def run_side_by_side(job: dict[str, Any]) -> dict[str, Any]:
             "device_name": job["device"],
         }
     _prepare(job)
-    return common.run_side_by_side(job)
+    return model_worker.run_side_by_side(job)
 
 
 def main(argv: list[str] | None = None) -> int:
-    return common.serve_job(sys.argv[1:] if argv is None else argv, run_job, run_side_by_side)
+    return serve_job(sys.argv[1:] if argv is None else argv, run_job, run_side_by_side)
 
 
 if __name__ == "__main__":
-    common.exit_without_teardown(main())
+    exit_without_teardown(main())

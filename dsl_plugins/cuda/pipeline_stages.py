@@ -1,23 +1,20 @@
-"""Stages and static analysis for C++ source kernels (CUDA here; the SYCL plugin reuses the classes).
+"""Stages and static analysis for CUDA source kernels.
 
 Rules engine (no LLM, deterministic):
 
-* ``dtype_fix`` -- :class:`DoubleToFloatStage`: ``double`` -> ``float`` (and float literals) in code.
-* ``autotuning`` -- :class:`SourceAutotuneStage` searches the compile-time constants and launch
-  configuration the spec declares under ``tunables:`` (see :mod:`.source_tunables`); each attempt
-  proposes the next batch of legal configurations as rewritten sources, the pipeline checks and times
-  them and keeps the fastest one that beats the stage input by more than the noise.
+* ``dtype_fix`` and ``autotuning`` -- the core's C++ stages (:mod:`kernelpilot.cpp_source.stages`)
+  configured for CUDA: :class:`CudaDoubleToFloatStage`, :class:`CudaAutotuneStage`.
 * ``memory_access`` -- :class:`RestrictPointersStage` marks the pointer parameters of device kernels
   ``__restrict__`` (no aliasing, so the compiler may use the read-only path and keep loads in
   registers); the oracle decides whether the kernel really had no aliasing.
 
 LLM engine: the core's generic ``LLMStage`` renders this plugin's prompts (``prompts/``), so no class here.
-The analyzer (``stage == "analysis"``) reports what a regex can see in C++ source, with line numbers;
+The analyzer (:class:`CudaSourceAnalyzer`) reports what a regex can see in CUDA C++, with line numbers;
 it never parses the CUDA as Python.
 
 The ``load_inline`` form (a Python file with the CUDA in a string, :mod:`.inline_source`): every stage
-reads and rewrites only the embedded CUDA strings (:func:`cpp_view` / :func:`rewrite_cpp`), the Python
-around them stays unchanged; the analyzer's line numbers are the file's.
+reads and rewrites only the embedded CUDA strings (:class:`InlineCudaView`), the Python around them
+stays unchanged; the analyzer's line numbers are the file's.
 """
 
 from __future__ import annotations
@@ -26,18 +23,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from kernelpilot.cpp_source.analysis import (
+    Check,
+    CppSourceAnalyzer,
+    line_of,
+    param_list_spans,
+    split_params,
+)
+from kernelpilot.cpp_source.stages import CppView, DoubleToFloatStage, SourceAutotuneStage, Transform
 from kernelpilot.dsl_plugins.cuda.inline_source import (
     cuda_segments,
     cuda_text,
     rewrite_cuda,
     uses_load_inline,
-)
-from kernelpilot.dsl_plugins.cuda.source_tunables import (
-    apply_config,
-    batches,
-    current_values,
-    search_order,
-    spec_tunables,
 )
 from kernelpilot.pipeline.contracts import Issue, StageContext
 
@@ -57,79 +55,41 @@ def rewrite_cpp(source: str, transform: Any) -> str:
     return rewrite_cuda(source, transform) if is_inline(source) else transform(source)
 
 
+class InlineCudaView(CppView):
+    """A ``.cu`` file as it is; a ``load_inline`` Python file through its embedded CUDA strings."""
+
+    def read(self, source: str) -> str:
+        return cpp_view(source)
+
+    def rewrite(self, source: str, transform: Transform) -> str:
+        return rewrite_cpp(source, transform)
+
+    def where(self, source: str) -> str:
+        return "the CUDA source strings" if is_inline(source) else "the kernel"
+
+
 @dataclass
-class SourceAutotuneStage:
-    """Search the spec's ``tunables`` by rewriting the constants in the source (no LLM)."""
-
+class CudaAutotuneStage(SourceAutotuneStage):
     dsl: str = "cuda"
-    stage: str = "autotuning"
-    engine: Literal["rules", "llm"] = "rules"
-    seed: int = 0
+    view: CppView = field(default_factory=InlineCudaView)
 
-    def propose(self, context: StageContext) -> list[str]:
-        tunables = spec_tunables(context.spec, context.variant)
-        if tunables is None:
-            raise ValueError("the spec has no 'tunables:' section, so there is nothing to search")
-        start = current_values(cpp_view(context.current_source), tunables.names)
-        missing = [n for n, v in start.items() if v is None]
-        if missing:
-            where = "the CUDA source strings" if is_inline(context.current_source) else "the kernel"
-            raise ValueError(
-                f"tunable(s) {', '.join(missing)} are not declared in {where} as '#define NAME <int>' "
-                "or 'constexpr int NAME = <int>;'"
-            )
-        dims = dict(context.spec.resolve(context.variant).dims)
-        order = search_order(
-            tunables, dims, {k: int(v) for k, v in start.items() if v is not None}, self.seed
-        )
-        plan = batches(order, tunables.max_configs)
-        if context.attempt >= len(plan):
-            return []
-        source = context.current_source
-        return [
-            rewrite_cpp(source, lambda text, c=config: apply_config(text, c))
-            for config in plan[context.attempt]
-        ]
+
+@dataclass
+class CudaDoubleToFloatStage(DoubleToFloatStage):
+    dsl: str = "cuda"
+    view: CppView = field(default_factory=InlineCudaView)
 
 
 _BOUNDS = r"(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?"
 _GLOBAL_SIGNATURE = re.compile(rf"__global__\s+{_BOUNDS}void\s+{_BOUNDS}\w+\s*\(", re.S)
 
 
-def _split_params(text: str) -> list[str]:
-    parts, depth, current = [], 0, ""
-    for ch in text:
-        if ch in "(<[":
-            depth += 1
-        elif ch in ")>]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-    parts.append(current)
-    return parts
-
-
-def _param_list_spans(source: str, signature: re.Pattern[str]) -> list[tuple[int, int]]:
-    spans = []
-    for match in signature.finditer(source):
-        start = match.end()
-        depth, i = 1, start
-        while i < len(source) and depth:
-            depth += {"(": 1, ")": -1}.get(source[i], 0)
-            i += 1
-        spans.append((start, i - 1))
-    return spans
-
-
 def restrict_pointers(source: str, signature: re.Pattern[str] = _GLOBAL_SIGNATURE) -> tuple[str, int]:
     """Add ``__restrict__`` after the last ``*`` of every kernel pointer parameter that lacks it."""
     changed = 0
     out = source
-    for start, end in reversed(_param_list_spans(source, signature)):
-        params = _split_params(out[start:end])
+    for start, end in reversed(param_list_spans(source, signature)):
+        params = split_params(out[start:end])
         new = []
         for p in params:
             if "*" in p and "__restrict__" not in p and "restrict" not in p.split():
@@ -154,55 +114,7 @@ class RestrictPointersStage:
         return [new] if new != context.current_source else []
 
 
-_DOUBLE = re.compile(r"\bdouble\b")
-_DOUBLE_LITERAL = re.compile(
-    r"(?<![\w.])(\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\.\d+(?:[eE][+-]?\d+)?)(?![\w.])"
-)
-
-
-def double_to_float(source: str, literals: bool) -> tuple[str, int]:
-    """``double`` -> ``float`` outside comments (and ``1.0`` -> ``1.0f`` if ``literals``)."""
-    out, changes, pos = [], 0, 0
-    for match in re.finditer(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\])*\"", source, flags=re.S):
-        code = source[pos : match.start()]
-        code, n = _DOUBLE.subn("float", code)
-        changes += n
-        if literals:
-            code, m = _DOUBLE_LITERAL.subn(lambda lit: lit.group(1) + "f", code)
-            changes += m
-        out += [code, match.group(0)]
-        pos = match.end()
-    tail = source[pos:]
-    tail, n = _DOUBLE.subn("float", tail)
-    changes += n
-    if literals:
-        tail, m = _DOUBLE_LITERAL.subn(lambda lit: lit.group(1) + "f", tail)
-        changes += m
-    out.append(tail)
-    return "".join(out), changes
-
-
-@dataclass
-class DoubleToFloatStage:
-    """dtype_fix without an LLM: fp64 -> fp32 in the C++ source; the oracle decides if it still matches.
-
-    Attempt 0 also makes floating literals ``float`` (``1.0`` silently promotes float math to double);
-    attempt 1 changes only the declared types, in case a literal needed double range.
-    """
-
-    dsl: str = "cuda"
-    stage: str = "dtype_fix"
-    engine: Literal["rules", "llm"] = "rules"
-
-    def propose(self, context: StageContext) -> list[str]:
-        if context.attempt > 1 or not _DOUBLE.search(_strip_comments(cpp_view(context.current_source))):
-            return []
-        literals = context.attempt == 0
-        new = rewrite_cpp(context.current_source, lambda text: double_to_float(text, literals)[0])
-        return [new] if new != context.current_source else []
-
-
-_CHECKS: list[tuple[str, re.Pattern[str], str, str, str]] = [
+CUDA_CHECKS: list[Check] = [
     # (category, pattern, message, severity, suggestion)
     (
         "float64_usage",
@@ -229,109 +141,62 @@ _CHECKS: list[tuple[str, re.Pattern[str], str, str, str]] = [
 
 
 @dataclass
-class CppSourceAnalyzer:
-    """Regex findings on C++ kernel source for one DSL (CUDA by default)."""
+class CudaSourceAnalyzer(CppSourceAnalyzer):
+    """The core's C++ findings with CUDA's checks, plus ``__restrict__`` and ``__launch_bounds__``
+    findings on ``__global__`` kernels; the inline form is analysed segment by segment."""
 
     dsl: str = "cuda"
-    stage: Literal["analysis"] = "analysis"
+    checks: list[Check] = field(default_factory=lambda: list(CUDA_CHECKS))
     kernel_signature: re.Pattern[str] = field(default=_GLOBAL_SIGNATURE)
-    launch_pattern: re.Pattern[str] = field(default=re.compile(r"<<<"))
-    tunable_names: re.Pattern[str] = field(
-        default=re.compile(
-            r"^[ \t]*#[ \t]*define[ \t]+((?:BLOCK|TILE|THREADS|WARPS|VEC|GROUP|BM|BN|BK|TM|TN|ROWS|WG|SG)\w*)[ \t]+\d+",
-            re.M,
-        )
-    )
 
     def analyze(self, source: str) -> list[Issue]:
-        if self.dsl == "cuda" and is_inline(source):
-            try:
-                segments = cuda_segments(source)
-            except SyntaxError:
-                return []
-            issues = []
-            for seg in segments:  # line numbers of the Python file
-                for issue in self._analyze_cpp(seg.text):
-                    if issue.line is not None:
-                        issue.line += seg.line - 1
-                    issues.append(issue)
-            return issues
-        return self._analyze_cpp(source)
+        if not is_inline(source):
+            return self.analyze_cpp(source)
+        try:
+            segments = cuda_segments(source)
+        except SyntaxError:
+            return []
+        issues = []
+        for seg in segments:  # line numbers of the Python file
+            for issue in self.analyze_cpp(seg.text):
+                if issue.line is not None:
+                    issue.line += seg.line - 1
+                issues.append(issue)
+        return issues
 
-    def _analyze_cpp(self, source: str) -> list[Issue]:
-        code = _strip_comments(source)
-        issues: list[Issue] = []
-        for category, pattern, message, severity, suggestion in _CHECKS:
-            if self.dsl != "cuda" and category == "host_device_sync":
-                continue
-            for match in pattern.finditer(code):
-                line = code.count("\n", 0, match.start()) + 1
-                issues.append(Issue(category, message, line=line, severity=severity, suggestion=suggestion))  # type: ignore[arg-type]
-                break  # one finding per check is enough to plan the stage
-        names = self.tunable_names.findall(code)
-        if names:
-            line = code.count("\n", 0, code.find(names[0])) + 1
-            issues.append(
-                Issue(
-                    "hardcoded_block_size",
-                    f"compile-time tile/launch constants fixed in the source: {', '.join(dict.fromkeys(names))}",
-                    line=line,
-                    severity="medium",
-                    suggestion="declare them under 'tunables:' in the spec so the autotuning stage searches them",
-                )
-            )
-        if self.dsl == "cuda":
-            for start, end in _param_list_spans(code, self.kernel_signature):
-                params = _split_params(code[start:end])
-                if any("*" in p and "__restrict__" not in p for p in params):
-                    issues.append(
-                        Issue(
-                            "redundant_loads",
-                            "kernel pointer parameters are not __restrict__: the compiler must assume aliasing "
-                            "and reload values it already has",
-                            line=code.count("\n", 0, start) + 1,
-                            severity="low",
-                            suggestion="mark non-aliasing pointers __restrict__ (and inputs const)",
-                        )
-                    )
-                    break
-            kernels = list(self.kernel_signature.finditer(code))
-            if kernels and "__launch_bounds__" not in code:
+    def kernel_findings(self, code: str) -> list[Issue]:
+        issues = []
+        for start, end in param_list_spans(code, self.kernel_signature):
+            if any("*" in p and "__restrict__" not in p for p in split_params(code[start:end])):
                 issues.append(
                     Issue(
-                        "device_tuning",
-                        "no __launch_bounds__: the compiler cannot budget registers for the block size",
-                        line=code.count("\n", 0, kernels[0].start()) + 1,
+                        "redundant_loads",
+                        "kernel pointer parameters are not __restrict__: the compiler must assume aliasing "
+                        "and reload values it already has",
+                        line=line_of(code, start),
                         severity="low",
-                        suggestion="add __launch_bounds__(THREADS) so register allocation fits the occupancy you want",
+                        suggestion="mark non-aliasing pointers __restrict__ (and inputs const)",
                     )
                 )
-        launches = len(self.launch_pattern.findall(code))
-        if launches > 1:
+                break
+        kernels = list(self.kernel_signature.finditer(code))
+        if kernels and "__launch_bounds__" not in code:
             issues.append(
                 Issue(
-                    "extra_kernel_launches",
-                    f"the entry point launches {launches} kernels; intermediates round-trip through memory",
-                    severity="medium",
-                    suggestion="fuse the kernels",
+                    "device_tuning",
+                    "no __launch_bounds__: the compiler cannot budget registers for the block size",
+                    line=line_of(code, kernels[0].start()),
+                    severity="low",
+                    suggestion="add __launch_bounds__(THREADS) so register allocation fits the occupancy you want",
                 )
             )
         return issues
 
 
-def _strip_comments(source: str) -> str:
-    """Blank out comments but keep line breaks, so line numbers stay right."""
-
-    def blank(match: re.Match[str]) -> str:
-        return re.sub(r"[^\n]", " ", match.group(0))
-
-    return re.sub(r"//[^\n]*|/\*.*?\*/", blank, source, flags=re.S)
-
-
 def cuda_stages() -> list[Any]:
     return [
-        DoubleToFloatStage(dsl="cuda"),
+        CudaDoubleToFloatStage(),
         RestrictPointersStage(dsl="cuda"),
-        SourceAutotuneStage(dsl="cuda"),
-        CppSourceAnalyzer(dsl="cuda"),
+        CudaAutotuneStage(),
+        CudaSourceAnalyzer(),
     ]

@@ -4,8 +4,8 @@ Run as ``python -m kernelpilot.dsl_plugins.cuda.source_worker JOB.json``; writes
 in the job.  A separate process because candidate code is untrusted: an illegal memory access poisons
 the CUDA context, a hang must be killable, a segfault in ``kp_forward`` must cost one evaluation only.
 
-Inputs, the oracle, output poisoning, comparison and timing are the Triton worker's (one protocol for
-every DSL, see :mod:`kernelpilot.dsl_plugins.triton.worker`); what differs is how the candidate runs:
+Inputs, the oracle, output poisoning, comparison and timing are the core worker kit's (one protocol for
+every DSL, see :mod:`kernelpilot.worker_kit`); what differs is how the candidate runs:
 it is compiled with nvcc into a shared library and called through the C ABI of
 ``kernelpilot_cuda.hpp`` (inputs, reference parameters, pre-poisoned outputs).
 """
@@ -24,7 +24,11 @@ from kernelpilot.dsl_plugins.cuda.source_build import (
     arch_for_capability,
     compile_library,
 )
-from kernelpilot.dsl_plugins.triton import worker as common
+from kernelpilot.worker_kit.compare import compare, flatten
+from kernelpilot.worker_kit.model import build_model, load_module, make_inputs
+from kernelpilot.worker_kit.poison import poisoned_allocations
+from kernelpilot.worker_kit.serve import error_text, exit_without_teardown, serve_job
+from kernelpilot.worker_kit.timing import time_forward, timing_summary
 
 
 def build_options(job: dict[str, Any], arch: str) -> BuildOptions:
@@ -134,9 +138,9 @@ def _setup(job: dict[str, Any]) -> tuple[Any, Any, list[Any], Any]:
 
     device = job["device"]
     sys.path.insert(0, job["kernel_dir"])
-    oracle_mod = common._load_module(job["oracle_path"], "kp_oracle")
-    oracle = common.build_model(torch, oracle_mod, job["variant"], device)
-    inputs = common.make_inputs(torch, job["variant"], job["seed"], device)
+    oracle_mod = load_module(job["oracle_path"], "kp_oracle")
+    oracle = build_model(torch, oracle_mod, job["variant"], device)
+    inputs = make_inputs(torch, job["variant"], job["seed"], device)
     with torch.no_grad():
         ref = oracle(*[t.clone() for t in inputs])
         torch.cuda.synchronize()
@@ -146,11 +150,11 @@ def _setup(job: dict[str, Any]) -> tuple[Any, Any, list[Any], Any]:
 def check(
     torch: Any, kernel: SourceKernel, inputs: list[Any], ref: Any, job: dict[str, Any]
 ) -> dict[str, Any]:
-    with torch.no_grad(), common.poisoned_allocations(torch):
+    with torch.no_grad(), poisoned_allocations(torch):
         launch, outs = kernel.launcher([t.clone() for t in inputs])
     launch()
     torch.cuda.synchronize()
-    cmp = common.compare(torch, outs, ref, job["rtol"], job["atol"])
+    cmp = compare(torch, outs, ref, job["rtol"], job["atol"])
     return {
         "verdict": "correct" if cmp["ok"] else "incorrect",
         "message": cmp["message"],
@@ -187,20 +191,18 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         "extra": {"arch": arch, "compile_s": build["seconds"], "ptxas": build["log"][-1500:]}
     }
     try:
-        kernel = SourceKernel(
-            torch, build["library"], oracle_parameters(torch, oracle), common._flatten(torch, ref)
-        )
+        kernel = SourceKernel(torch, build["library"], oracle_parameters(torch, oracle), flatten(torch, ref))
         result.update(check(torch, kernel, inputs, ref, job))
     except BaseException as exc:  # noqa: BLE001 - reported as this candidate's verdict
-        return {"verdict": "runtime_error", "message": common._error_text(exc), "extra": result["extra"]}
+        return {"verdict": "runtime_error", "message": error_text(exc), "extra": result["extra"]}
     result["extra"]["oracle"] = job["oracle_kind"]
     if result["verdict"] != "correct" or not job.get("time_it", True):
         return result
     try:
         launch, outs = kernel.launcher(inputs)
-        timing = common.time_forward(torch, launch, "cuda", job.get("warmup_ms", 25), job.get("rep_ms", 100))
+        timing = time_forward(torch, launch, "cuda", job.get("warmup_ms", 25), job.get("rep_ms", 100))
     except BaseException as exc:  # noqa: BLE001
-        return {**result, "verdict": "runtime_error", "message": "timing failed: " + common._error_text(exc)}
+        return {**result, "verdict": "runtime_error", "message": "timing failed: " + error_text(exc)}
     result["timing"] = timing
     m = metrics(torch, job["variant"], inputs + kernel.params, outs, timing["median_ms"])
     result["extra"].update(m.pop("extra"))
@@ -229,12 +231,12 @@ def run_side_by_side(job: dict[str, Any]) -> dict[str, Any]:
         entry: dict[str, Any] = {"extra": {"arch": arch, "compile_s": build["seconds"]}}
         try:
             kernel = SourceKernel(
-                torch, build["library"], oracle_parameters(torch, oracle), common._flatten(torch, ref)
+                torch, build["library"], oracle_parameters(torch, oracle), flatten(torch, ref)
             )
             entry.update(check(torch, kernel, inputs, ref, job))
             launch = kernel.launcher(inputs)[0] if entry["verdict"] == "correct" else None
         except BaseException as exc:  # noqa: BLE001
-            entry.update(verdict="runtime_error", message=common._error_text(exc))
+            entry.update(verdict="runtime_error", message=error_text(exc))
             launch = None
         entries.append(entry)
         launches.append(launch)
@@ -242,21 +244,19 @@ def run_side_by_side(job: dict[str, Any]) -> dict[str, Any]:
     for _ in range(int(job.get("rounds", 3))):
         for i, launch in enumerate(launches):
             if launch is not None:
-                t = common.time_forward(
-                    torch, launch, "cuda", job.get("warmup_ms", 25), job.get("rep_ms", 100)
-                )
+                t = time_forward(torch, launch, "cuda", job.get("warmup_ms", 25), job.get("rep_ms", 100))
                 samples[i].append(t["median_ms"])
     for entry, s in zip(entries, samples, strict=True):
         if s:
-            entry["timing"] = common.timing_summary(s)
+            entry["timing"] = timing_summary(s)
             entry["extra"]["round_medians_ms"] = s
     device_name = torch.cuda.get_device_name() if torch is not None else job["device"]
     return {"entries": entries, "device_name": device_name}
 
 
 def main(argv: list[str] | None = None) -> int:
-    return common.serve_job(sys.argv[1:] if argv is None else argv, run_job, run_side_by_side)
+    return serve_job(sys.argv[1:] if argv is None else argv, run_job, run_side_by_side)
 
 
 if __name__ == "__main__":
-    common.exit_without_teardown(main())
+    exit_without_teardown(main())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelpilot.dsl_plugins.triton.stages import DtypeFixRulesStage
+from kernelpilot.python_source.dtype_fix import DtypeFixRulesStage
 
 
 def gluon_stages() -> list[Any]:

@@ -1,7 +1,8 @@
 """Stages and static analysis for SYCL source kernels.
 
-The autotuning stage is the CUDA plugin's :class:`SourceAutotuneStage` (same ``tunables:`` spec section,
-same search) with ``dsl="sycl"``; the analyzer adds Xe/SYCL findings to the shared C++ checks.
+The ``dtype_fix`` and autotuning stages are the core's C++ stages (:mod:`kernelpilot.cpp_source.stages`:
+same ``tunables:`` spec section, same search) with ``dsl="sycl"``; the analyzer adds Xe/SYCL findings
+to the core's C++ checks.
 """
 
 from __future__ import annotations
@@ -10,15 +11,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kernelpilot.dsl_plugins.cuda.pipeline_stages import (
-    CppSourceAnalyzer,
-    DoubleToFloatStage,
-    SourceAutotuneStage,
-    _strip_comments,
-)
+from kernelpilot.cpp_source.analysis import Check, CppSourceAnalyzer, strip_comments
+from kernelpilot.cpp_source.stages import DoubleToFloatStage, SourceAutotuneStage
 from kernelpilot.pipeline.contracts import Issue
 
-_SYCL_CHECKS: list[tuple[str, re.Pattern[str], str, str, str]] = [
+FLOAT64_CHECK: Check = (
+    "float64_usage",
+    re.compile(r"\bdouble\b"),
+    "double-precision arithmetic (GPUs run fp64 at a fraction of fp32 / matrix-engine speed)",
+    "high",
+    "compute in float (or the input dtype) if the reference still matches",
+)
+
+_SYCL_CHECKS: list[Check] = [
     (
         "host_device_sync",
         re.compile(r"\b(?:q|queue)\s*(?:->|\.)\s*wait(?:_and_throw)?\s*\(|\.wait\s*\(\s*\)"),
@@ -49,13 +54,13 @@ class SyclSourceAnalyzer:
     stage: Literal["analysis"] = "analysis"
     base: CppSourceAnalyzer = field(
         default_factory=lambda: CppSourceAnalyzer(
-            dsl="sycl", launch_pattern=re.compile(r"\bparallel_for\s*[<(]")
+            dsl="sycl", checks=[FLOAT64_CHECK], launch_pattern=re.compile(r"\bparallel_for\s*[<(]")
         )
     )
 
     def analyze(self, source: str) -> list[Issue]:
         issues = self.base.analyze(source)
-        code = _strip_comments(source)
+        code = strip_comments(source)
         for category, pattern, message, severity, suggestion in _SYCL_CHECKS:
             match = pattern.search(code)
             if match:

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 
-from kernelpilot.dsl_plugins.cuda.source_build import CompileResult, cached_build, clean_log
+from kernelpilot.cpp_source import abi
+from kernelpilot.cpp_source.build import CompileResult, cached_build, clean_log
 from kernelpilot.errors import ToolMissingError
 
 # AOT device names (ocloc ``-device``) for the Xe GPUs kernelpilot models; sycl-tla builds with these
@@ -57,7 +58,7 @@ class SyclBuildOptions:
 
 
 def _common(options: SyclBuildOptions, kernel_dir: Path | None) -> list[str]:
-    flags = ["-fsycl", "-std=c++17", "-I", str(include_dir())]
+    flags = ["-fsycl", "-std=c++17", "-I", str(include_dir()), "-I", str(abi.include_dir())]
     if kernel_dir is not None:
         flags += ["-I", str(kernel_dir)]
     flags += [f"-D{k}={v}" for k, v in sorted(options.defines.items())]

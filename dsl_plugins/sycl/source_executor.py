@@ -1,9 +1,10 @@
 """Executor for SYCL source kernels (C++ files obeying ``kernelpilot_sycl.hpp``), gated on icpx.
 
-Same protocol and job handling as the CUDA source executor (which reuses the Triton executor's); the
-worker builds a runner program with icpx and exchanges tensors through files.  Without icpx,
-``prepare`` and ``validate`` raise :class:`~kernelpilot.errors.ToolMissingError` naming what to install,
-so a run stops with one clear message instead of failing every candidate.
+The job protocol, the PyTorch-reference oracle and the build cache in the job are the core's
+(:class:`kernelpilot.cpp_source.executor.CompiledSourceExecutor`); the worker builds a runner program
+with icpx and exchanges tensors through files.  Without icpx, ``prepare`` and ``validate`` raise
+:class:`~kernelpilot.errors.ToolMissingError` naming what to install, so a run stops with one clear
+message instead of failing every candidate.
 """
 
 from __future__ import annotations
@@ -11,20 +12,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.dsl_plugins.cuda.source_executor import CudaSourceExecutor
+from kernelpilot.cpp_source.executor import CompiledSourceExecutor
 
 SYCL_SUFFIXES = (".cpp", ".cc", ".cxx", ".sycl")
 
 
-class SyclSourceExecutor(CudaSourceExecutor):
+class SyclSourceExecutor(CompiledSourceExecutor):
     """:class:`~kernelpilot.pipeline.contracts.Executor` for SYCL C++ kernels built with icpx."""
 
     worker_module = "kernelpilot.dsl_plugins.sycl.source_worker"
     suffix = ".cpp"
     suffixes: tuple[str, ...] = SYCL_SUFFIXES
-    inline_suffixes: tuple[str, ...] = ()  # no load_inline form for SYCL
     allowed_devices: tuple[str, ...] = ("xpu", "cpu")  # cpu: a SYCL CPU device if the runtime has one
     dsl_name = "sycl"
+    builds_ahead = False  # the SYCL worker has no build_only mode
 
     def __init__(
         self,
@@ -34,19 +35,10 @@ class SyclSourceExecutor(CudaSourceExecutor):
         icpx: str | None = None,
         aot_device: str | None = None,
         grf_mode: str | None = None,
-        defines: dict[str, str] | None = None,
-        extra_flags: list[str] | None = None,
         compile_timeout_s: float = 600.0,
         **kwargs: Any,
     ) -> None:
-        super().__init__(
-            device=device,
-            settings=settings,
-            defines=defines,
-            extra_flags=extra_flags,
-            compile_timeout_s=compile_timeout_s,
-            **kwargs,
-        )
+        super().__init__(device, settings, compile_timeout_s=compile_timeout_s, **kwargs)
         self.icpx = icpx
         self.aot_device = aot_device
         self.grf_mode = grf_mode
@@ -87,8 +79,5 @@ class SyclSourceExecutor(CudaSourceExecutor):
             "icpx": self.icpx,
             "aot_device": self.aot_device,
             "grf_mode": self.grf_mode,
-            "defines": self.defines,
-            "extra_flags": self.extra_flags,
-            "timeout_s": self.compile_timeout_s,
-            "cache_dir": str(self._workdir / "builds"),
+            **super().job_build_fields(),
         }

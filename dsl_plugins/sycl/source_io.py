@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.dsl_plugins.cuda.source_abi import DTYPE_CODES
+from kernelpilot.cpp_source.abi import DTYPE_CODES
 from kernelpilot.proc import communicate_or_kill
 
 ROLES = ("input", "param", "output")

@@ -2,7 +2,7 @@
 
 Run as ``python -m kernelpilot.dsl_plugins.sycl.source_worker JOB.json``.  The kernel runs in its own
 program (kernelpilot's runner + the kernel file, built by icpx); tensors cross over as files (see
-:mod:`.source_io`).  Inputs, oracle, poisoning and comparison are the Triton worker's, so every DSL is
+:mod:`.source_io`).  Inputs, oracle, poisoning and comparison are the core worker kit's, so every DSL is
 checked the same way; the oracle runs on the CPU with PyTorch.  Timings are the runner's wall-clock
 times of whole ``kp_forward`` calls followed by ``queue::wait`` (median over ``reps``).
 """
@@ -20,7 +20,11 @@ from kernelpilot.dsl_plugins.sycl.source_io import (
     runner_command,
     write_inputs,
 )
-from kernelpilot.dsl_plugins.triton import worker as common
+from kernelpilot.worker_kit.compare import compare, flatten
+from kernelpilot.worker_kit.model import build_model, load_module, make_inputs
+from kernelpilot.worker_kit.poison import poisoned_allocations
+from kernelpilot.worker_kit.serve import serve_job
+from kernelpilot.worker_kit.timing import timing_summary
 
 EXIT_CONTRACT = 2
 EXIT_KERNEL_STATUS = 4
@@ -63,17 +67,17 @@ def prepare_tensors(job: dict[str, Any]) -> tuple[Any, list[tuple[str, str, Any]
     import torch
 
     sys.path.insert(0, job["kernel_dir"])
-    oracle_mod = common._load_module(job["oracle_path"], "kp_oracle")
-    oracle = common.build_model(torch, oracle_mod, job["variant"], "cpu")
-    inputs = common.make_inputs(torch, job["variant"], job["seed"], "cpu")
+    oracle_mod = load_module(job["oracle_path"], "kp_oracle")
+    oracle = build_model(torch, oracle_mod, job["variant"], "cpu")
+    inputs = make_inputs(torch, job["variant"], job["seed"], "cpu")
     with torch.no_grad():
         ref = oracle(*[t.clone() for t in inputs])
     names = [i["name"] for i in job["variant"]["inputs"]]
     tensors: list[tuple[str, str, Any]] = [(n, "input", t) for n, t in zip(names, inputs, strict=True)]
     if isinstance(oracle, torch.nn.Module):
         tensors += [(n, "param", v.detach().contiguous()) for n, v in oracle.state_dict().items()]
-    with common.poisoned_allocations(torch):
-        for i, r in enumerate(common._flatten(torch, ref)):
+    with poisoned_allocations(torch):
+        for i, r in enumerate(flatten(torch, ref)):
             tensors.append((f"out{i}", "output", torch.empty(r.shape, dtype=r.dtype)))
     return torch, tensors, ref
 
@@ -108,7 +112,7 @@ def evaluate_program(
     if result.get("status", 0) != 0:
         return {"verdict": "runtime_error", "message": f"kp_forward returned {result['status']}", "extra": {}}
     outs = read_outputs(out_dir, entries)
-    cmp = common.compare(torch, outs, ref, job["rtol"], job["atol"])
+    cmp = compare(torch, outs, ref, job["rtol"], job["atol"])
     data: dict[str, Any] = {
         "verdict": "correct" if cmp["ok"] else "incorrect",
         "message": cmp["message"],
@@ -118,7 +122,7 @@ def evaluate_program(
     }
     samples = [float(x) for x in result.get("samples_ms", [])]
     if cmp["ok"] and samples and job.get("time_it", True):
-        data["timing"] = common.timing_summary(samples)
+        data["timing"] = timing_summary(samples)
         seconds = data["timing"]["median_ms"] * 1e-3
         moved = job["variant"].get("bytes") or sum(e.nbytes for e in entries)
         if seconds > 0:
@@ -170,7 +174,7 @@ def run_side_by_side(job: dict[str, Any]) -> dict[str, Any]:
                     samples[i].append(timed["timing"]["median_ms"])
     for entry, s in zip(entries, samples, strict=True):
         if s:
-            entry["timing"] = common.timing_summary(s)
+            entry["timing"] = timing_summary(s)
             entry.setdefault("extra", {})["round_medians_ms"] = s
     return {
         "entries": entries,
@@ -179,7 +183,7 @@ def run_side_by_side(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return common.serve_job(sys.argv[1:] if argv is None else argv, run_job, run_side_by_side)
+    return serve_job(sys.argv[1:] if argv is None else argv, run_job, run_side_by_side)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Stage implementations of the Triton plugin (``kp_stages``).
 
-Rules engine (no LLM, deterministic): ``autotuning`` and ``dtype_fix``.  Each ``propose`` returns at
+Rules engine (no LLM, deterministic): ``autotuning`` and ``dtype_fix`` (the core's Python-source
+:class:`~kernelpilot.python_source.dtype_fix.DtypeFixRulesStage`).  Each ``propose`` returns at
 most one candidate per attempt and falls back to a more conservative rewrite when the pipeline tells
 it (``context.attempt`` > 0, ``context.feedback``) that the previous one was rejected; when there is
 nothing left to try it returns ``[]`` and the stage ends.
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kernelpilot.pipeline.contracts import StageContext
+from kernelpilot.python_source.dtype_fix import DtypeFixRulesStage
 
 
 def _device(context: StageContext) -> str:
@@ -43,30 +45,6 @@ class AutotuneRulesStage:
                 result = autotune_source(context.current_source, _device(context), tune_blocks=False)
             else:
                 return []
-        except (SyntaxError, ValueError):
-            return []
-        return [result.source] if result.changed else []
-
-
-@dataclass
-class DtypeFixRulesStage:
-    """float64 -> float32; the oracle decides whether the kernel still computes the same thing."""
-
-    dsl: str = "triton"
-    stage: str = "dtype_fix"
-    engine: Literal["rules", "llm"] = "rules"
-
-    def propose(self, context: StageContext) -> list[str]:
-        from kernelpilot.dsl_plugins.triton.rewrite.dtype_fix import float64_to_float32
-
-        plans = [
-            {"kernel_side": True, "host_side": True},
-            {"kernel_side": True, "host_side": False},  # keep host-side float64 buffers
-        ]
-        if context.attempt >= len(plans):
-            return []
-        try:
-            result = float64_to_float32(context.current_source, **plans[context.attempt])
         except (SyntaxError, ValueError):
             return []
         return [result.source] if result.changed else []

@@ -24,37 +24,11 @@
 // (or `constexpr int BLOCK_M = 64;`); the autotuning stage rewrites the value.
 #pragma once
 
-#include <cstdint>
 #include <cuda_runtime.h>
 
-#define KP_ABI_VERSION 1
-#define KP_MAX_DIMS 8
-
-// dtype codes (kernelpilot.dsl_plugins.cuda.source_abi.DTYPE_CODES mirrors them)
-enum kp_dtype : int32_t {
-  KP_FLOAT16 = 0,
-  KP_BFLOAT16 = 1,
-  KP_FLOAT32 = 2,
-  KP_FLOAT64 = 3,
-  KP_INT8 = 4,
-  KP_INT16 = 5,
-  KP_INT32 = 6,
-  KP_INT64 = 7,
-  KP_UINT8 = 8,
-  KP_BOOL = 9,
-  KP_FLOAT8_E4M3 = 10,
-  KP_FLOAT8_E5M2 = 11,
-};
-
-struct kp_tensor {
-  void* data;
-  int32_t dtype;                // kp_dtype
-  int32_t ndim;
-  int64_t shape[KP_MAX_DIMS];
-  int64_t stride[KP_MAX_DIMS];  // in elements
-};
-
-#define KP_EXPORT extern "C" __attribute__((visibility("default")))
+// kp_tensor, kp_dtype, KP_ABI_VERSION, KP_MAX_DIMS, KP_EXPORT: the ABI every C++ source DSL shares
+// (generated from kernelpilot/cpp_source/abi.py; nvcc gets its folder with -I).
+#include "kernelpilot_tensor.hpp"
 
 // kernelpilot checks the ABI version of the library before calling kp_forward.
 KP_EXPORT int kp_abi_version(void) { return KP_ABI_VERSION; }

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelpilot.cpp_source.tunables import current_values
 from kernelpilot.dsl_plugins.cuda.inline_source import (
     cuda_segments,
     cuda_text,
@@ -19,13 +20,12 @@ from kernelpilot.dsl_plugins.cuda.inline_source import (
     uses_load_inline,
 )
 from kernelpilot.dsl_plugins.cuda.pipeline_stages import (
-    CppSourceAnalyzer,
-    DoubleToFloatStage,
+    CudaAutotuneStage,
+    CudaDoubleToFloatStage,
+    CudaSourceAnalyzer,
     RestrictPointersStage,
-    SourceAutotuneStage,
 )
 from kernelpilot.dsl_plugins.cuda.source_executor import CudaSourceExecutor
-from kernelpilot.dsl_plugins.cuda.source_tunables import current_values
 from kernelpilot.errors import InputError
 from kernelpilot.pipeline.contracts import StageContext
 from kernelpilot.spec import load_spec
@@ -140,7 +140,7 @@ def test_rewrites_touch_only_the_cuda_strings() -> None:
     assert "__global__ void g(float* a, float* b)" in new
     assert "x.double()" in new and "# Python's double()" in new  # the Python is unchanged
     assert "void e(double* p)" in new  # not editable: left alone
-    staged = DoubleToFloatStage().propose(context(MULTI, stage="dtype_fix"))
+    staged = CudaDoubleToFloatStage().propose(context(MULTI, stage="dtype_fix"))
     assert len(staged) == 1 and "x.double()" in staged[0] and "double* b" not in staged[0]
 
 
@@ -152,7 +152,7 @@ def test_autotuning_substitutes_the_constants_inside_the_cuda_string() -> None:
         "GROUP": 1,
         "VEC": 1,
     }
-    batch = SourceAutotuneStage().propose(context(source))
+    batch = CudaAutotuneStage().propose(context(source))
     assert len(batch) == 8  # the spec's max_configs
     (seg,) = cuda_segments(source)
     configs = set()
@@ -166,7 +166,7 @@ def test_autotuning_substitutes_the_constants_inside_the_cuda_string() -> None:
     assert len(configs) == len(batch) and (128, 1, 1) not in configs
     no_tunable = source.replace("#define VEC 1", "")
     with pytest.raises(ValueError, match="VEC.*CUDA source strings"):
-        SourceAutotuneStage().propose(context(no_tunable))
+        CudaAutotuneStage().propose(context(no_tunable))
 
 
 def test_restrict_stage_and_analyzer_on_the_inline_form() -> None:
@@ -175,7 +175,7 @@ def test_restrict_stage_and_analyzer_on_the_inline_form() -> None:
     assert "const float* __restrict__ x, float* __restrict__ y" in cand
     assert RestrictPointersStage().propose(context(cand, stage="memory_access")) == []
     lines = source.splitlines()
-    issues = {i.category: i for i in CppSourceAnalyzer().analyze(source)}
+    issues = {i.category: i for i in CudaSourceAnalyzer().analyze(source)}
     assert "redundant_loads" in issues and "hardcoded_block_size" in issues
     assert "__global__" in lines[issues["redundant_loads"].line - 1]  # the Python file's line numbers
     assert "THREADS" in lines[issues["hardcoded_block_size"].line - 1]
@@ -222,7 +222,7 @@ def test_compile_error_becomes_feedback_without_a_gpu() -> None:
 def test_example_builds_runs_and_is_timed_on_the_gpu() -> None:
     ex = executor("cuda")
     source = KERNEL.read_text()
-    batch = SourceAutotuneStage().propose(context(source))[:3]
+    batch = CudaAutotuneStage().propose(context(source))[:3]
     verdicts = ex.prebuild([source, *batch])
     assert set(verdicts.values()) == {"built"}, verdicts
     ev = ex.evaluate(source, seed=3)

@@ -15,9 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.dsl_plugins.cuda.source_abi import DTYPE_CODES, include_dir, load_library
+from kernelpilot.cpp_source import abi
+from kernelpilot.dsl_plugins.cuda.source_abi import include_dir, load_library
 from kernelpilot.dsl_plugins.cuda.source_worker import SourceKernel, oracle_parameters
-from kernelpilot.dsl_plugins.triton import worker as common
+from kernelpilot.worker_kit.compare import compare, flatten
+from kernelpilot.worker_kit.model import build_model, load_module, make_inputs
+from kernelpilot.worker_kit.poison import poisoned_allocations
 
 CUDA_INCLUDE = Path("/usr/local/cuda/include")
 pytestmark = pytest.mark.skipif(
@@ -71,7 +74,8 @@ def build(tmp_path: Path, row_divisor: int = 1) -> Path:
     src.write_text(HOST_KERNEL)
     lib = tmp_path / f"host_kernel_{row_divisor}.so"
     command = ["g++", "-std=c++17", "-O1", "-shared", "-fPIC", f"-DROW_DIVISOR={row_divisor}"]
-    command += ["-I", str(include_dir()), "-I", str(CUDA_INCLUDE), str(src), "-o", str(lib)]
+    command += ["-I", str(include_dir()), "-I", str(abi.include_dir()), "-I", str(CUDA_INCLUDE)]
+    command += [str(src), "-o", str(lib)]
     subprocess.run(command, check=True, timeout=120)
     return lib
 
@@ -81,20 +85,18 @@ def run(tmp_path: Path, row_divisor: int) -> dict:
 
     oracle_file = tmp_path / "oracle.py"
     oracle_file.write_text(ORACLE)
-    oracle = common.build_model(
-        torch, common._load_module(str(oracle_file), "abi_oracle"), {"init_args": []}, "cpu"
-    )
+    oracle = build_model(torch, load_module(str(oracle_file), "abi_oracle"), {"init_args": []}, "cpu")
     variant = {"inputs": [{"name": "x", "shape": [7, 33], "dtype": "float32"}]}
-    inputs = common.make_inputs(torch, variant, 11, "cpu")
+    inputs = make_inputs(torch, variant, 11, "cpu")
     with torch.no_grad():
         ref = oracle(*inputs)
     params = oracle_parameters(torch, oracle)
     assert [p.shape for p in params] == [(1,), (1,)]  # state_dict order: parameter, then buffer
-    kernel = SourceKernel(torch, str(build(tmp_path, row_divisor)), params, common._flatten(torch, ref))
-    with torch.no_grad(), common.poisoned_allocations(torch):
+    kernel = SourceKernel(torch, str(build(tmp_path, row_divisor)), params, flatten(torch, ref))
+    with torch.no_grad(), poisoned_allocations(torch):
         launch, outs = kernel.launcher(inputs)
     launch()
-    return common.compare(torch, outs, ref, 1e-5, 1e-6)
+    return compare(torch, outs, ref, 1e-5, 1e-6)
 
 
 def test_ctypes_layout_matches_the_header_and_args_are_in_contract_order(tmp_path: Path) -> None:
@@ -105,31 +107,6 @@ def test_ctypes_layout_matches_the_header_and_args_are_in_contract_order(tmp_pat
 def test_unwritten_rows_stay_poisoned_through_the_abi(tmp_path: Path) -> None:
     result = run(tmp_path, row_divisor=2)
     assert not result["ok"] and "never written" in result["message"]
-
-
-def test_dtype_codes_match_the_header_enum() -> None:
-    header = (include_dir() / "kernelpilot_cuda.hpp").read_text()
-    names = {
-        "float16": "KP_FLOAT16",
-        "bfloat16": "KP_BFLOAT16",
-        "float32": "KP_FLOAT32",
-        "float64": "KP_FLOAT64",
-        "int8": "KP_INT8",
-        "int16": "KP_INT16",
-        "int32": "KP_INT32",
-        "int64": "KP_INT64",
-        "uint8": "KP_UINT8",
-        "bool": "KP_BOOL",
-        "float8_e4m3fn": "KP_FLOAT8_E4M3",
-        "float8_e5m2": "KP_FLOAT8_E5M2",
-    }
-    for torch_name, enum_name in names.items():
-        assert f"{enum_name} = {DTYPE_CODES[torch_name]}," in header
-    sycl = (
-        Path(str(include_dir())).parent.parent / "sycl" / "source_include" / "kernelpilot_tensor.hpp"
-    ).read_text()
-    for torch_name, enum_name in names.items():
-        assert f"{enum_name} = {DTYPE_CODES[torch_name]}," in sycl
 
 
 def test_library_without_the_header_is_refused(tmp_path: Path) -> None:

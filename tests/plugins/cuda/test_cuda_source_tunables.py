@@ -9,13 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kernelpilot.dsl_plugins.cuda.pipeline_stages import (
-    CppSourceAnalyzer,
-    RestrictPointersStage,
-    SourceAutotuneStage,
-    restrict_pointers,
-)
-from kernelpilot.dsl_plugins.cuda.source_tunables import (
+from kernelpilot.cpp_source.tunables import (
     apply_config,
     batches,
     check_constraint,
@@ -23,6 +17,12 @@ from kernelpilot.dsl_plugins.cuda.source_tunables import (
     parse_tunables,
     search_order,
     spec_tunables,
+)
+from kernelpilot.dsl_plugins.cuda.pipeline_stages import (
+    CudaAutotuneStage,
+    CudaSourceAnalyzer,
+    RestrictPointersStage,
+    restrict_pointers,
 )
 from kernelpilot.errors import InputError
 from kernelpilot.pipeline.contracts import ISSUE_CATEGORIES, StageContext
@@ -138,7 +138,7 @@ def test_search_order_is_deterministic_legal_and_starts_near_the_current_config(
 
 
 def test_autotune_stage_proposes_batches_of_rewritten_sources() -> None:
-    stage = SourceAutotuneStage()
+    stage = CudaAutotuneStage()
     first = stage.propose(context(GEMM, 0))
     second = stage.propose(context(GEMM, 1))
     assert len(first) == 12 and len(second) == 12 and not set(first) & set(second)
@@ -154,18 +154,18 @@ def test_autotune_stage_proposes_batches_of_rewritten_sources() -> None:
 def test_autotune_stage_explains_what_is_missing() -> None:
     ctx = context(RMS, source="#define THREADS 128\nKP_EXPORT int kp_forward();\n")
     with pytest.raises(ValueError, match="GROUP, VEC"):
-        SourceAutotuneStage().propose(ctx)
+        CudaAutotuneStage().propose(ctx)
     spec = load_spec(REPO / "examples" / "softmax" / "softmax.yaml")
     ctx.spec, ctx.variant = spec, "ci"
     with pytest.raises(ValueError, match="no 'tunables:'"):
-        SourceAutotuneStage().propose(ctx)
+        CudaAutotuneStage().propose(ctx)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_rewritten_candidates_still_compile() -> None:
     from kernelpilot.dsl_plugins.cuda.source_build import BuildOptions, check_syntax
 
-    candidates = SourceAutotuneStage().propose(context(GEMM, 0))
+    candidates = CudaAutotuneStage().propose(context(GEMM, 0))
     assert check_syntax(candidates[0], Path("/tmp") / "kp_test_syntax", BuildOptions()) == []
     restricted = RestrictPointersStage().propose(context(RMS))
     assert len(restricted) == 1 and "const float* __restrict__ x" in restricted[0]
@@ -182,12 +182,12 @@ def test_restrict_rewrite_handles_launch_bounds_and_leaves_restricted_pointers()
 
 
 def test_analyzer_maps_cpp_findings_onto_stage_categories() -> None:
-    issues = CppSourceAnalyzer().analyze((RMS / "cuda_row_rms.cu").read_text())
+    issues = CudaSourceAnalyzer().analyze((RMS / "cuda_row_rms.cu").read_text())
     categories = {i.category for i in issues}
     assert {"hardcoded_block_size", "redundant_loads"} <= categories
     assert all(i.category in ISSUE_CATEGORIES for i in issues)
     bad = "// double in a comment is fine\n__global__ void k(double* x) { cudaDeviceSynchronize(); }\n"
-    found = {(i.category, i.line) for i in CppSourceAnalyzer().analyze(bad)}
+    found = {(i.category, i.line) for i in CudaSourceAnalyzer().analyze(bad)}
     assert ("float64_usage", 2) in found and ("host_device_sync", 2) in found
     assert ("device_tuning", 2) in found  # no __launch_bounds__
 
@@ -212,7 +212,8 @@ def test_prompts_render_and_knowledge_loads_through_the_core() -> None:
 
 
 def test_dtype_fix_rules_stage_rewrites_code_not_comments_or_strings() -> None:
-    from kernelpilot.dsl_plugins.cuda.pipeline_stages import DoubleToFloatStage, double_to_float
+    from kernelpilot.cpp_source.stages import double_to_float
+    from kernelpilot.dsl_plugins.cuda.pipeline_stages import CudaDoubleToFloatStage
 
     src = (
         "// double stays in comments 1.0\n"
@@ -227,8 +228,8 @@ def test_dtype_fix_rules_stage_rewrites_code_not_comments_or_strings() -> None:
     assert "float a = 1.0 + 2.5e-3" in types_only
     ctx = context(RMS, source=src)
     ctx.stage = "dtype_fix"
-    assert DoubleToFloatStage().propose(ctx) == [both]
+    assert CudaDoubleToFloatStage().propose(ctx) == [both]
     ctx.attempt = 1
-    assert DoubleToFloatStage().propose(ctx) == [types_only]
+    assert CudaDoubleToFloatStage().propose(ctx) == [types_only]
     ctx.attempt, ctx.current_source = 0, both
-    assert DoubleToFloatStage().propose(ctx) == []  # nothing left to do
+    assert CudaDoubleToFloatStage().propose(ctx) == []  # nothing left to do

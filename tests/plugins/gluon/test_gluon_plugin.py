@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from kernelpilot.dsl_plugins.gluon.executor import JIT_DECORATORS as GLUON_JIT
 from kernelpilot.dsl_plugins.gluon.executor import GluonExecutor
-from kernelpilot.dsl_plugins.triton.rewrite.dtype_fix import float64_to_float32
-from kernelpilot.dsl_plugins.triton.validate import validate_source
+from kernelpilot.dsl_plugins.triton.executor import JIT_DECORATORS as TRITON_JIT
 from kernelpilot.pipeline.contracts import StageContext
+from kernelpilot.python_source.dtype_fix import float64_to_float32
+from kernelpilot.python_source.validate import validate_model_source
 from kernelpilot.spec import load_spec
 from tests.support import REPO
 
@@ -42,8 +44,11 @@ def test_hooks_register_executor_stages_prompts_and_kb():
 
 
 def test_validate_and_claims_distinguish_gluon_from_triton():
-    assert validate_source(SOURCE, dsl="gluon") == []
-    assert any("no @triton.jit" in p for p in validate_source(SOURCE, dsl="triton"))
+    assert validate_model_source(SOURCE, decorators=GLUON_JIT, kernel_label="@gluon.jit") == []
+    assert any(
+        "no @triton.jit" in p
+        for p in validate_model_source(SOURCE, decorators=TRITON_JIT, kernel_label="@triton.jit")
+    )
     ex = GluonExecutor(device="cuda")
     assert ex.claims(FOLDER / "gluon_softmax.py", SOURCE)
     triton_src = (REPO / "examples/softmax/softmax.py").read_text()

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelpilot.cpp_source import abi
 from kernelpilot.dsl_plugins.sycl.source_build import (
     SyclBuildOptions,
     build_command,
@@ -85,7 +86,8 @@ def host_runner(tmp_path: Path, row_divisor: int = 1, status: int = 0) -> Path:
     src.write_text(HOST_RUNNER)
     exe = tmp_path / f"runner_{row_divisor}_{status}"
     cmd = ["g++", "-std=c++17", "-O2", f"-DROW_DIVISOR={row_divisor}", f"-DSTATUS={status}"]
-    subprocess.run([*cmd, "-I", str(include_dir()), str(src), "-o", str(exe)], check=True, timeout=120)
+    includes = ["-I", str(include_dir()), "-I", str(abi.include_dir())]
+    subprocess.run([*cmd, *includes, str(src), "-o", str(exe)], check=True, timeout=120)
     return exe
 
 
@@ -187,7 +189,7 @@ def test_without_icpx_the_run_stops_with_one_clear_error(monkeypatch: pytest.Mon
 
 
 def test_sycl_analyzer_and_autotune_stage() -> None:
-    from kernelpilot.dsl_plugins.cuda.source_tunables import current_values
+    from kernelpilot.cpp_source.tunables import current_values
     from kernelpilot.dsl_plugins.sycl.pipeline_stages import SyclSourceAnalyzer, sycl_stages
     from kernelpilot.pipeline.contracts import StageContext
 

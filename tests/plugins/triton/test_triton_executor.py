@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.dsl_plugins.triton.executor import TritonExecutor, classify_bound, reference_path
+from kernelpilot.dsl_plugins.triton.executor import TritonExecutor
+from kernelpilot.execution import classify_bound, reference_path
 from kernelpilot.settings import load_settings
 from kernelpilot.spec import parse_spec
 
@@ -161,7 +162,7 @@ def test_side_by_side_checks_each_candidate(executor):
 def test_inputs_are_seeded_and_fresh():
     import torch
 
-    from kernelpilot.dsl_plugins.triton.worker import make_inputs
+    from kernelpilot.worker_kit.model import make_inputs
 
     variant = {
         "inputs": [

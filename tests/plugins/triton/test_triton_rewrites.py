@@ -8,9 +8,9 @@ import textwrap
 import pytest
 
 from kernelpilot.dsl_plugins.triton.rewrite.autotune import autotune_source, build_configs, plan_kernels
-from kernelpilot.dsl_plugins.triton.rewrite.dtype_fix import float64_to_float32
 from kernelpilot.dsl_plugins.triton.stages import AutotuneRulesStage, DtypeFixRulesStage
 from kernelpilot.pipeline.contracts import StageContext
+from kernelpilot.python_source.dtype_fix import float64_to_float32
 from tests.support import REPO
 
 

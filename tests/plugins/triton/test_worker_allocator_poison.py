@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import torch
 
-from kernelpilot.dsl_plugins.triton import worker
+from kernelpilot.worker_kit import model_worker, poison
 
 ARENA = """import torch
 
@@ -70,7 +70,6 @@ class Model(torch.nn.Module):
 def kernel_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "kp_arena.py").write_text(ARENA)
     monkeypatch.setattr(sys, "path", list(sys.path))  # run_job inserts the kernel folder
-    monkeypatch.setattr(worker, "interpreter_autotune_timer", lambda: None)  # no Triton patching here
 
     def arena() -> Any:
         return sys.modules["kp_arena"].MEMORY
@@ -82,7 +81,7 @@ def kernel_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         offset = address - arena().data_ptr()
         return arena()[offset : offset + size]
 
-    monkeypatch.setitem(worker.FREE_MEMORY, "cpu", (free_blocks, block_view))
+    monkeypatch.setitem(poison.FREE_MEMORY, "cpu", (free_blocks, block_view))
     yield tmp_path
     for name in [n for n in sys.modules if n == "kp_arena" or n.startswith(("kp_oracle", "kp_candidate"))]:
         del sys.modules[name]
@@ -107,7 +106,7 @@ def job(kernel_dir: Path, dtype: str, **fields: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
 def test_unwritten_output_on_a_freed_block_with_the_oracles_answer_is_caught(kernel_dir, dtype) -> None:
     (kernel_dir / "lazy.py").write_text(LAZY)
-    result = worker.run_job(job(kernel_dir, dtype, candidate_path=str(kernel_dir / "lazy.py")))
+    result = model_worker.run_job(job(kernel_dir, dtype, candidate_path=str(kernel_dir / "lazy.py")))
     assert result["verdict"] == "incorrect", result
     assert "407 of 407 elements never written" in result["message"]
     assert result["extra"]["poisoned_free_bytes"] == 1 << 16
@@ -117,27 +116,27 @@ def test_side_by_side_poisons_the_previous_candidates_output(kernel_dir) -> None
     (kernel_dir / "writer.py").write_text(WRITER)
     (kernel_dir / "lazy.py").write_text(LAZY)
     paths = [str(kernel_dir / "writer.py"), str(kernel_dir / "lazy.py")]
-    out = worker.run_side_by_side(job(kernel_dir, "float32", candidate_paths=paths, rounds=1))
+    out = model_worker.run_side_by_side(job(kernel_dir, "float32", candidate_paths=paths, rounds=1))
     writer, lazy = out["entries"]
     assert writer["verdict"] == "correct", writer
     assert lazy["verdict"] == "incorrect" and "never written" in lazy["message"], lazy
 
 
 def test_no_allocator_hook_means_nothing_is_filled() -> None:
-    assert worker.poison_cached_memory(torch, "cpu", torch.ones(3)) == 0
+    assert poison.poison_cached_memory(torch, "cpu", torch.ones(3)) == 0
 
 
 def test_poison_dtype_and_its_pattern_is_nan_in_every_float_format() -> None:
     floats = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-    assert worker.poison_dtype(torch, torch.ones(2)) == torch.uint8
-    assert worker.poison_dtype(torch, (torch.ones(2), torch.ones(2, dtype=torch.int16))) == torch.int16
-    assert worker.poison_dtype(
+    assert poison.poison_dtype(torch, torch.ones(2)) == torch.uint8
+    assert poison.poison_dtype(torch, (torch.ones(2), torch.ones(2, dtype=torch.int16))) == torch.int16
+    assert poison.poison_dtype(
         torch, [torch.ones(1, dtype=torch.int32), torch.ones(1, dtype=torch.int64)]
     ) == (torch.int64)
-    for poison in (torch.uint8, torch.int16, torch.int32, torch.int64):
-        raw = torch.full((8,), torch.iinfo(poison).max, dtype=poison)
+    for fill in (torch.uint8, torch.int16, torch.int32, torch.int64):
+        raw = torch.full((8,), torch.iinfo(fill).max, dtype=fill)
         for f in floats:
-            assert torch.isnan(raw.view(f).float()).all(), (poison, f)
+            assert torch.isnan(raw.view(f).float()).all(), (fill, f)
 
 
 def test_inactive_blocks_of_a_memory_snapshot() -> None:
@@ -156,5 +155,5 @@ def test_inactive_blocks_of_a_memory_snapshot() -> None:
         {"device": 0, "address": 5000, "is_expandable": True, "blocks": [{"size": 512, "state": "inactive"}]},
         {"device": 0, "address": 20000, "blocks": [{"size": 512, "state": "inactive", "address": 20000}]},
     ]
-    assert worker.inactive_blocks(segments, 0) == [(1512, 1024), (3048, 2048), (20000, 512)]
-    assert worker.inactive_blocks(segments) == [(1512, 1024), (3048, 2048), (9000, 512), (20000, 512)]
+    assert poison.inactive_blocks(segments, 0) == [(1512, 1024), (3048, 2048), (20000, 512)]
+    assert poison.inactive_blocks(segments) == [(1512, 1024), (3048, 2048), (9000, 512), (20000, 512)]

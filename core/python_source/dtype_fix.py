@@ -1,4 +1,4 @@
-"""Rules-engine rewrite: float64 -> float32.
+"""Rules-engine rewrite of Python kernel files (Triton, Gluon, ...): float64 -> float32.
 
 GPUs run FP64 at a fraction of FP32 speed (H200: 67 vs 989 dense TFLOP/s at 16 bit) and float64
 registers halve occupancy; most float64 in kernels is "for safety" and unnecessary once a reduction
@@ -15,6 +15,9 @@ from __future__ import annotations
 import io
 import tokenize
 from dataclasses import dataclass
+from typing import Literal
+
+from kernelpilot.pipeline.contracts import StageContext
 
 KERNEL_SIDE = {
     ("tl", "float64"): "float32",
@@ -72,3 +75,26 @@ def float64_to_float32(source: str, *, kernel_side: bool = True, host_side: bool
         lines[sl - 1] = line[:sc] + text + line[ec:]
     out = "".join(lines)
     return DtypeFixResult(source=out, changed=out != source, replacements=len(edits))
+
+
+@dataclass
+class DtypeFixRulesStage:
+    """dtype_fix without an LLM for Python kernel files: float64 -> float32; the oracle decides whether
+    the kernel still computes the same thing.  Attempt 1 keeps host-side float64 buffers."""
+
+    dsl: str = "triton"
+    stage: str = "dtype_fix"
+    engine: Literal["rules", "llm"] = "rules"
+
+    def propose(self, context: StageContext) -> list[str]:
+        plans = [
+            {"kernel_side": True, "host_side": True},
+            {"kernel_side": True, "host_side": False},  # keep host-side float64 buffers
+        ]
+        if context.attempt >= len(plans):
+            return []
+        try:
+            result = float64_to_float32(context.current_source, **plans[context.attempt])
+        except (SyntaxError, ValueError):
+            return []
+        return [result.source] if result.changed else []

@@ -1,6 +1,6 @@
 """The spec's ``tunables:`` section: compile-time constants and launch configuration of a C++ kernel.
 
-Shared by the CUDA and SYCL source plugins (both kernels are C++; both autotuning stages search the same
+Shared by every C++ source DSL (CUDA, SYCL, ...: the kernels are C++; their autotuning stages search the same
 way).  Spec extension::
 
     tunables:

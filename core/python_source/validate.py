@@ -1,8 +1,8 @@
-"""Static checks of a Triton / Gluon kernel file, without running it.
+"""Static checks of a Python kernel file (Triton, Gluon, ...), without running it.
 
-Only rules that catch real mistakes: the file parses, has a kernel decorated for its DSL, a ``Model``
-class with ``forward``, and literal launch/tuning parameters that Triton would reject (block sizes and
-``num_warps`` must be powers of two).  Style opinions (Xe-Forge's "no torch.matmul in fusion stage",
+Only rules that catch real mistakes: the file parses, has a kernel decorated for its DSL (the plugin
+names the decorators), a ``Model`` class with ``forward``, and literal launch/tuning parameters that
+Triton-family compilers reject (block sizes and ``num_warps`` must be powers of two).  Style opinions (Xe-Forge's "no torch.matmul in fusion stage",
 "no .cpu()") are not errors here.
 """
 
@@ -25,9 +25,9 @@ def _decorator_names(fn: ast.FunctionDef) -> list[str]:
     return names
 
 
-def jit_functions(tree: ast.AST, dsl: str = "triton") -> list[ast.FunctionDef]:
-    """Functions decorated with ``@triton.jit`` (or ``@gluon.jit`` for Gluon)."""
-    wanted = {"gluon.jit", "triton.experimental.gluon.jit"} if dsl == "gluon" else {"triton.jit", "jit"}
+def jit_functions(tree: ast.AST, decorators: frozenset[str]) -> list[ast.FunctionDef]:
+    """Functions decorated with one of ``decorators`` (e.g. ``triton.jit``), called or not."""
+    wanted = decorators
     return [
         n
         for n in ast.walk(tree)
@@ -60,16 +60,19 @@ def _check_literal_params(tree: ast.AST) -> list[str]:
     return problems
 
 
-def validate_source(source: str, dsl: str = "triton") -> list[str]:
-    """Problems that make ``source`` unusable as a kernel file; an empty list means it passed."""
+def validate_model_source(source: str, *, decorators: frozenset[str], kernel_label: str) -> list[str]:
+    """Problems that make ``source`` unusable as a kernel file; an empty list means it passed.
+
+    ``decorators`` mark the DSL's kernels (``{"triton.jit", "jit"}``); ``kernel_label`` names them in
+    the message when there is none (``"@triton.jit"``)."""
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
         return [f"syntax error at line {exc.lineno}: {exc.msg}"]
     problems = []
-    kernels = {fn.name for fn in jit_functions(tree, dsl)}
+    kernels = {fn.name for fn in jit_functions(tree, decorators)}
     if not kernels:
-        problems.append("no @gluon.jit kernel found" if dsl == "gluon" else "no @triton.jit kernel found")
+        problems.append(f"no {kernel_label} kernel found")
     else:
         # Any use of a kernel's name counts (launch, alias, passed to a helper): only a file that never
         # touches its kernels is flagged.
