@@ -25,6 +25,6 @@ from kernelpilot import toolchain
 tree = toolchain.find_headers("cutlass")
 print("distributed", distributed.__version__, "| cutlass", tree and tree.version, "| cmake", toolchain.cmake_path(),
       "| ninja", toolchain.ninja_path(), "| nvcc", toolchain.which("nvcc"))
-assert tree is not None, "no CUTLASS headers: carry .kp-cutlass/ or set CUTLASS_DIR"
+assert tree is not None, "no CUTLASS headers: provide .kp-cutlass/ or set CUTLASS_DIR"
 PY
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,temperature.gpu --format=csv | tee "$OUT/gpus.txt"
