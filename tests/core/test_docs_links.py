@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import glob
 import itertools
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -46,13 +47,17 @@ def _markdown_files() -> list[Path]:
 
 def _product_text_files() -> list[Path]:
     out = []
-    for path in REPO.rglob("*"):
-        if path == Path(__file__):  # its own examples of bad references
-            continue
-        if any(part in SKIP_DIRS or part.endswith(".egg-info") for part in path.relative_to(REPO).parts):
-            continue
-        if path.suffix in {".py", ".yaml", ".yml", ".sh", ".j2", ".toml"} and path.is_file():
-            out.append(path)
+    for root, dirs, files in os.walk(REPO):
+        # prune environments, caches and build output (hidden folders too, except .ci)
+        dirs[:] = [
+            d
+            for d in dirs
+            if d not in SKIP_DIRS and not d.endswith(".egg-info") and (not d.startswith(".") or d == ".ci")
+        ]
+        for name in files:
+            path = Path(root) / name
+            if path.suffix in {".py", ".yaml", ".yml", ".sh", ".j2", ".toml"} and path != Path(__file__):
+                out.append(path)  # (this file holds examples of bad references on purpose)
     return sorted(out)
 
 
