@@ -11,6 +11,7 @@ model's ``check(config, problem)`` on probe problems.  The generated ``select`` 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,7 +78,7 @@ def knobs_of(runtime: dict[str, Any], where: str) -> dict[str, Any]:
     }
 
 
-def alignment_of(model: Any, config: dict[str, Any], kind: str, dtype: str, layout: str) -> dict[str, int]:
+def alignment_of(model: Any, config: dict[str, Any], kind: str, dtype: Any, layout: str) -> dict[str, int]:
     """Per dim, the smallest multiple the hardware model accepts (others at a legal probe size)."""
     cfg = model.parse_config({"kernel": kind, "dtype": dtype, **config}, where="export")
     base = {"M": PROBE, "N": PROBE, "K": PROBE}
@@ -99,8 +100,14 @@ def alignment_of(model: Any, config: dict[str, Any], kind: str, dtype: str, layo
     return align
 
 
-def build_table(source: ExportSource, fallback: str, model: Any) -> Table:
-    """Kernels (one per distinct config, dtype and layout) and rows (one per tuned shape)."""
+def build_table(
+    source: ExportSource,
+    fallback: str,
+    model: Any,
+    knobs: Callable[[dict[str, Any], str], dict[str, Any]] = knobs_of,
+) -> Table:
+    """Kernels (one per distinct config, dtype and layout) and rows (one per tuned shape); ``knobs``
+    turns a run's ``runtime`` into the row's run-time knobs (the backends name them differently)."""
     if fallback not in FALLBACKS:
         raise InputError(f"fallback {fallback!r} not in {', '.join(FALLBACKS)}", field="--fallback")
     kernels: dict[str, Kernel] = {}
@@ -109,7 +116,7 @@ def build_table(source: ExportSource, fallback: str, model: Any) -> Table:
         where = f"{e.origin.get('run') or e.origin.get('store')}: {e.origin.get('workload') or e.dims}"
         key = json.dumps([e.kind, e.dtype, e.layout, e.config], sort_keys=True)
         if key not in kernels:
-            parsed = model.parse_config({"kernel": e.kind, "dtype": e.dtype, **e.config}, where=where)
+            parsed = model.parse_config({"kernel": e.kind, "dtype": e.model_dtype, **e.config}, where=where)
             kernels[key] = Kernel(
                 index=len(kernels),
                 kind=e.kind,
@@ -117,18 +124,18 @@ def build_table(source: ExportSource, fallback: str, model: Any) -> Table:
                 layout=e.layout,
                 config=e.config,
                 label=parsed.label() if hasattr(parsed, "label") else e.label,
-                align=alignment_of(model, e.config, e.kind, e.dtype, e.layout),
+                align=alignment_of(model, e.config, e.kind, e.model_dtype, e.layout),
             )
         k = kernels[key]
-        problem = {**e.dims, "dtype": e.dtype, "layout": e.layout}
-        res = model.check(model.parse_config({"kernel": e.kind, "dtype": e.dtype, **e.config}), problem)
+        problem = {**e.dims, "dtype": e.model_dtype, "layout": e.layout}
+        res = model.check(model.parse_config({"kernel": e.kind, "dtype": e.model_dtype, **e.config}), problem)
         if not res.valid:
             raise InputError(
                 f"{where}: the {model.name} model rejects the tuned config for its own shape: "
                 + "; ".join(v.message for v in res.violations),
                 field="best.config",
             )
-        rows.append(Row(entry=e, kernel=k, knobs=knobs_of(e.runtime, where)))
+        rows.append(Row(entry=e, kernel=k, knobs=knobs(e.runtime, where)))
     return Table(target=source.target, kernels=list(kernels.values()), rows=rows, fallback=fallback)
 
 

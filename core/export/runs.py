@@ -46,6 +46,11 @@ class TunedEntry:
     vendor_ms: float | None = None
     vendor_ratio: float | None = None  # vendor time / tuned time (> 1: the tuned kernel is faster)
     origin: dict[str, Any] = field(default_factory=dict)
+    raw_dtype: Any = None  # the run's dtype as the target model parses it (a dict for mixed Xe pairs)
+
+    @property
+    def model_dtype(self) -> Any:
+        return self.dtype if self.raw_dtype is None else self.raw_dtype
 
     def shape_key(self) -> tuple[str, str, str, tuple[tuple[str, int], ...]]:
         return (self.kind, self.dtype, self.layout, tuple(sorted(self.dims.items())))
@@ -99,6 +104,13 @@ def _confirmed(wl: dict[str, Any], best: dict[str, Any]) -> tuple[float | None, 
     return conf, vendor, ratio
 
 
+def dtype_name(dtype: Any) -> str:
+    """A run's dtype as one name: "bf16", or "a=bf16,b=u4" for the mixed pairs of Xe runs."""
+    if isinstance(dtype, dict):
+        return ",".join(f"{k}={v}" for k, v in sorted(dtype.items()))
+    return str(dtype)
+
+
 def load_run(path: Path) -> ExportSource:
     """Tuned entries of one ``run.json``; a file that is not a finished run with an ``ok`` result is an
     :class:`InputError` naming the file and field."""
@@ -135,7 +147,8 @@ def load_run(path: Path) -> ExportSource:
         entries.append(
             TunedEntry(
                 kind=str(wl["kernel"]),
-                dtype=str(wl["dtype"]),
+                dtype=dtype_name(wl["dtype"]),
+                raw_dtype=wl["dtype"],
                 layout=str(wl["dims"].get("layout", "rr")),
                 dims=dims,
                 config={k: v for k, v in best["config"].items() if k not in ("kernel", "dtype")},
