@@ -22,14 +22,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o", "--output", type=Path, help="where to write the best kernel (rank 2.. beside it)"
     )
-    parser.add_argument("-n", "--name", help="trial tree name (default: the kernel file's stem)")
+    parser.add_argument(
+        "-n", "--name", help="trial tree name (default: the kernel file's stem; not a function name)"
+    )
     parser.add_argument(
         "--variant", help="spec variant (default: default_variant > bench-gpu > the only one)"
     )
     parser.add_argument("--device", choices=("cuda", "xpu", "cpu"), help="default: cuda > xpu > cpu")
     parser.add_argument("--dsl", help="DSL plugin (default: detected from the file)")
     parser.add_argument(
-        "--engine", choices=("auto", "llm", "rules", "claude"), help="default: ENGINE or auto"
+        "--engine",
+        choices=("auto", "llm", "rules", "claude", "dspy"),
+        help="default: ENGINE or auto (dspy: deprecated name of llm)",
     )
     parser.add_argument(
         "--stages", help="comma-separated stages to run (or 'all'); default: from the analysis"
@@ -62,7 +66,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--record", type=Path, help="run record JSON path (default: LOG_DIR/run-*.json)")
     parser.add_argument("--workspace", type=Path, help="claude engine: workspace folder")
-    parser.add_argument("--auto-launch", action="store_true", help="claude engine: run `claude -p` headless")
+    parser.add_argument(
+        "--auto-launch",
+        action="store_true",
+        default=None,
+        help="claude engine: run `claude -p` headless (AUTO_LAUNCH)",
+    )
     parser.add_argument("--max-turns", type=int, default=80, help="claude engine: --max-turns for claude")
     parser.add_argument(
         "--no-correctness",
@@ -76,6 +85,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--no-trials",
         action="store_true",
         help="not supported: the trial tree is what lets a run survive a crash (use --trials-dir)",
+    )
+    parser.add_argument(
+        "--profile",
+        nargs="?",
+        const="auto",
+        choices=("auto", "ncu", "vtune"),
+        help="collect hardware counters of each stage's input and feed a summary to the next prompt "
+        "(auto: ncu on NVIDIA, vtune on Intel)",
+    )
+    parser.add_argument(
+        "--target-speedup", type=float, help="stop after the stage that reaches it (TARGET_SPEEDUP)"
     )
     parser.add_argument("--debug", action="store_true", help="LOG_LEVEL=DEBUG: full rejection messages")
     parser.add_argument("--json", action="store_true", help="print the run summary as JSON")
@@ -103,6 +123,9 @@ def cli_settings(args: argparse.Namespace) -> dict[str, Any]:
         "log_level": "DEBUG" if getattr(args, "debug", False) else None,
         "vtune_enabled": getattr(args, "vtune", None),
         "vtune_bin": getattr(args, "vtune_bin", None),
+        "auto_launch": getattr(args, "auto_launch", None),
+        "workspace": getattr(args, "workspace", None),
+        "target_speedup": getattr(args, "target_speedup", None),
     }
 
 
@@ -138,9 +161,10 @@ def run(args: argparse.Namespace) -> int:
     _check_output_paths(args, session.settings)
     engine = session.settings.resolved_engine()
     log = (lambda m: None) if args.quiet or args.json else (lambda m: print(m, file=sys.stderr, flush=True))
+    profiler = _profiler_choice(args, session)
     if engine == "claude":
         return _run_claude(args, session, log)
-    return _run_pipeline(args, session, engine, stages, correctness_only, log)
+    return _run_pipeline(args, session, engine, stages, correctness_only, log, profiler)
 
 
 def _check_output_paths(args: argparse.Namespace, settings: Any) -> None:
@@ -160,7 +184,24 @@ def _check_output_paths(args: argparse.Namespace, settings: Any) -> None:
         check_output_dir(args.workspace, field="--workspace")
 
 
-def _run_pipeline(args, session, engine, stages, correctness_only, log) -> int:
+def _profiler_choice(args: argparse.Namespace, session: Any) -> str | None:
+    """``--profile`` (auto: by device), or VTUNE_ENABLED=true; None = no counters."""
+    choice = getattr(args, "profile", None)
+    if choice is None and session.settings.vtune_enabled:
+        choice = "vtune"
+    if choice == "auto":
+        choice = {"cuda": "ncu", "xpu": "vtune"}.get(session.device)
+        if choice is None:
+            from kernelpilot.errors import InputError
+
+            raise InputError(
+                "--profile needs a GPU (ncu on NVIDIA, vtune on Intel); this run's device is cpu",
+                field="--profile",
+            )
+    return choice
+
+
+def _run_pipeline(args, session, engine, stages, correctness_only, log, profiler=None) -> int:
     from kernelpilot.engines.selection import implemented_stages
     from kernelpilot.pipeline.runner import Pipeline, PipelineOptions
     from kernelpilot.pipeline.setup import plugin_parts
@@ -188,6 +229,7 @@ def _run_pipeline(args, session, engine, stages, correctness_only, log) -> int:
         seed=args.seed,
         noise_repeats=args.noise_repeats,
         record_path=args.record,
+        profiler=profiler,
     )
     log(
         f"kernelpilot optimize: {session.kernel_path} dsl={session.dsl} device={session.device} engine={engine}"
@@ -249,7 +291,9 @@ def _run_claude(args, session, log) -> int:
     close = getattr(session.executor, "close", None)
     if close:
         close()
-    workspace = args.workspace or Path("claude_workspace") / (args.name or session.kernel_path.stem)
+    workspace = session.settings.workspace or Path("claude_workspace") / (
+        args.name or session.kernel_path.stem
+    )
     info = write_workspace(
         workspace,
         kernel_path=session.kernel_path,
@@ -261,9 +305,16 @@ def _run_claude(args, session, log) -> int:
         registry=session.registry,
     )
     print(f"wrote agent workspace {info.path} (kernel {info.kernel_name}); open it with `claude` there")
-    if args.auto_launch:
+    if session.settings.workspace_git_init:
+        from kernelpilot.engines.claude_workspace import git_init
+
+        print(git_init(info.path))
+    if session.settings.auto_launch:
         launched = launch_claude(info, max_turns=args.max_turns)
         print(launched.message)
         return 0 if launched.launched else 1
-    print("not launched (pass --auto-launch to start `claude -p` headless; permission checks stay on)")
+    print(
+        "not launched (pass --auto-launch or set AUTO_LAUNCH=true to start `claude -p` headless; "
+        "permission checks stay on)"
+    )
     return 0

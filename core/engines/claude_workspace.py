@@ -15,6 +15,7 @@ success before anything had run).
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -123,7 +124,8 @@ def launch_claude(info: WorkspaceInfo, *, max_turns: int = 80, which: Any = shut
     if executable is None:
         return LaunchResult(
             False,
-            f"`claude` CLI not found on PATH; the workspace {info.path} is ready: run `{' '.join(command)}` there",
+            f"`claude` CLI not found on PATH; the workspace {info.path} is ready: run "
+            f"`cd {shlex.quote(str(info.path))} && {shlex.join(command)}`",
             command=command,
         )
     log = open(info.path / "claude_run.log", "w", encoding="utf-8")  # noqa: SIM115 - owned by the child
@@ -141,3 +143,32 @@ def launch_claude(info: WorkspaceInfo, *, max_turns: int = 80, which: Any = shut
         pid=proc.pid,
         command=command,
     )
+
+
+def git_init(path: Path) -> str:
+    """WORKSPACE_GIT_INIT=true: make the workspace a git repository with the starting files committed,
+    so every change the agent makes shows in ``git diff``."""
+    if shutil.which("git") is None:
+        return f"WORKSPACE_GIT_INIT: git not found on PATH; {path} is not a repository"
+    if (path / ".git").exists():
+        return f"{path} is already a git repository"
+    steps = [
+        ["git", "init", "-q"],
+        ["git", "add", "-A"],
+        [
+            "git",
+            "-c",
+            "user.name=kernelpilot",
+            "-c",
+            "user.email=kernelpilot@localhost",
+            "commit",
+            "-q",
+            "-m",
+            "workspace as written by kernelpilot",
+        ],
+    ]
+    for step in steps:
+        done = subprocess.run(step, cwd=path, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            return f"WORKSPACE_GIT_INIT: `{shlex.join(step)}` failed: {done.stderr.strip()[:300]}"
+    return f"{path} is a git repository (initial commit of the workspace)"

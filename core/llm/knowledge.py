@@ -14,10 +14,41 @@ constraints come before patterns because breaking a constraint wastes a whole at
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kernelpilot.pipeline.contracts import STAGE_ORDER
+
+
+@dataclass(frozen=True)
+class UserKnowledgeDir:
+    """``KNOWLEDGE_DIR``: the user's folder.  Files directly in it apply everywhere, like ``common/``;
+    a ``<dsl>/`` subfolder (the built-in layout, e.g. a copied ``knowledge_base/``) is used if present."""
+
+    dsl: str
+    path: Path
+    device: str | None = None
+    flat: bool = True
+
+
+def user_knowledge_dir(path: Path, dsl: str) -> UserKnowledgeDir:
+    from kernelpilot.errors import InputError
+
+    if not path.is_dir():
+        raise InputError("KNOWLEDGE_DIR is not a folder", file=str(path), field="KNOWLEDGE_DIR")
+    return UserKnowledgeDir(dsl=dsl, path=path / dsl if (path / dsl).is_dir() else path)
+
+
+def kb_files(dirs: list[Any], dsl: str, device: str) -> list[tuple[Path, Path]]:
+    """(root, file) pairs in a stable order: plugin folders first, then the user's."""
+    out: list[tuple[Path, Path]] = []
+    for root in kb_roots(dirs, dsl, device):
+        out += [(root, p) for p in sorted(root.rglob("*")) if p.is_file()]
+    for d in dirs:
+        if getattr(d, "flat", False) and d.dsl == dsl:
+            out += [(Path(d.path), p) for p in sorted(Path(d.path).iterdir()) if p.is_file()]
+    return out
 
 
 def kb_roots(dirs: list[Any], dsl: str, device: str) -> list[Path]:
@@ -64,32 +95,33 @@ def _format_entry(kind: str, entry: dict[str, Any]) -> str:
 
 
 def load_knowledge(
-    dirs: list[Any], dsl: str, device: str, stage: str, *, max_chars: int = 12000
+    dirs: list[Any], dsl: str, device: str, stage: str | None, *, max_chars: int = 12000
 ) -> list[str]:
+    """Snippets for ``stage``; ``stage=None`` (the analysis) gets the constraints of every stage, since
+    the analyst should not propose what a constraint forbids, and no patterns."""
     import yaml
 
     constraints: list[str] = []
     patterns: list[str] = []
-    for root in kb_roots(dirs, dsl, device):
-        for path in sorted(root.rglob("*")):
-            if not path.is_file():
+    for root, path in kb_files(dirs, dsl, device):
+        if path.suffix in (".yaml", ".yml"):
+            try:
+                data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            except yaml.YAMLError:
+                continue  # a broken KB file must not break optimization; `skill validate` reports it
+            if not isinstance(data, dict):
                 continue
-            if path.suffix in (".yaml", ".yml"):
-                try:
-                    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-                except yaml.YAMLError:
-                    continue  # a broken KB file must not break optimization; `skill validate` reports it
-                if not isinstance(data, dict):
+            for kind, bucket in (("constraint", constraints), ("pattern", patterns)):
+                if stage is None and kind == "pattern":
                     continue
-                for kind, bucket in (("constraint", constraints), ("pattern", patterns)):
-                    for entry in data.get(f"{kind}s", []) or []:
-                        if not isinstance(entry, dict):
-                            continue
-                        stages = _entry_stages(entry)
-                        if stages is None or stage in stages:
-                            bucket.append(_format_entry(kind, entry))
-            elif path.suffix == ".md" and _applies_md(path, root, stage):
-                patterns.append(path.read_text(encoding="utf-8").strip())
+                for entry in data.get(f"{kind}s", []) or []:
+                    if not isinstance(entry, dict):
+                        continue
+                    stages = _entry_stages(entry)
+                    if stage is None or stages is None or stage in stages:
+                        bucket.append(_format_entry(kind, entry))
+        elif path.suffix == ".md" and stage is not None and _applies_md(path, root, stage):
+            patterns.append(path.read_text(encoding="utf-8").strip())
     snippets: list[str] = []
     used = 0
     for text in constraints + patterns:

@@ -31,7 +31,9 @@ def parse_stages(text: str | None) -> list[str] | None:
     """``--stages a,b`` -> validated list (``None`` = let the analysis decide; ``all`` = every stage)."""
     if text is None or not text.strip():
         return None
-    names = [s.strip() for s in text.split(",") if s.strip()]
+    from kernelpilot.migration import stage_alias
+
+    names = [stage_alias(s.strip()) for s in text.split(",") if s.strip()]
     if names == ["all"]:
         return list(STAGE_ORDER)
     unknown = [n for n in names if n not in STAGE_ORDER]

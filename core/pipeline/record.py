@@ -61,6 +61,9 @@ class RunRecord:
     outputs: list[str] = field(default_factory=list)
     llm_usage: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    intermediates: list[str] = field(default_factory=list)  # SAVE_INTERMEDIATE=true: candidate files
+    target_reached: dict[str, Any] | None = None  # TARGET_SPEEDUP met: the stages after it did not run
+    profiles: list[dict[str, Any]] = field(default_factory=list)  # --profile: counters per profiled node
     environment: dict[str, Any] = field(
         default_factory=lambda: {
             "kernelpilot": __version__,

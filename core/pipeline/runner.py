@@ -59,6 +59,7 @@ class PipelineOptions:
     seed: int = 20240601
     noise_repeats: int = 3
     record_path: Path | None = None
+    profiler: str | None = None  # "ncu" | "vtune": counters of each stage input feed the next prompt
 
 
 @dataclass
@@ -132,15 +133,6 @@ class Pipeline:
         return result
 
     def _run(self) -> PipelineResult:
-        if getattr(self.settings, "vtune_enabled", False):
-            self.record.warnings.append(
-                "VTUNE_ENABLED is not used by the pipeline yet (no VTune collection in the stage loop); "
-                "timings come from the executor"
-            )
-        if not getattr(self.settings, "require_correctness", True):
-            self.record.warnings.append(
-                "REQUIRE_CORRECTNESS=false is ignored: the pipeline never accepts an unchecked candidate"
-            )
         runnable_on = getattr(self.executor, "runnable_on", None)
         reason = runnable_on(self.opt.device) if runnable_on is not None else None
         if reason:
@@ -185,6 +177,13 @@ class Pipeline:
                 current_node, current_code = node, self.store.code(node.id)
                 current_ev = _evaluation_from_node(node)
                 accepted_nodes.append(node)
+                if self._target_reached(baseline, current_ev):
+                    skipped = [p.stage for p in queue]
+                    queue.clear()
+                    for name in skipped:
+                        self.record.skipped_stages[name] = "TARGET_SPEEDUP reached"
+                    self._flush()
+                    continue
                 new_issues = self._analyze(current_code, planned.stage, current_ev)
                 self._extend_queue(queue, done, new_issues)
             self._flush()
@@ -321,11 +320,27 @@ class Pipeline:
                 context = self._context("", source, issues, [], 0, evaluation, evaluation)
                 try:
                     issues = issues + llm_analysis(context)
-                except Exception as exc:  # an LLM failure degrades to the static analysis
+                except Exception as exc:  # an LLM failure degrades to the static analysis ...
+                    if getattr(exc, "kind", None) in ("connection", "permanent"):
+                        raise _llm_unusable(exc) from exc  # ... unless no later call can succeed
                     self.record.warnings.append(f"LLM analysis failed ({exc}); static analysis only")
         label = "analysis" if after_stage is None else f"re-analysis after {after_stage}"
         self.log(f"{label}: {len(issues)} issue(s)")
         return issues
+
+    def _target_reached(self, baseline: Evaluation, current: Evaluation) -> bool:
+        """TARGET_SPEEDUP: stop once the accepted kernel is that much faster than the original."""
+        target = getattr(self.settings, "target_speedup", None)
+        if not target or baseline.timing is None or current.timing is None:
+            return False
+        if baseline.timing.interpreter or current.timing.interpreter:
+            return False  # interpreter times prove nothing about speed
+        speedup = baseline.timing.median_ms / current.timing.median_ms
+        if speedup < target:
+            return False
+        self.record.target_reached = {"target_speedup": target, "speedup": speedup}
+        self.log(f"target speedup {target}x reached ({speedup:.3f}x): no further stages")
+        return True
 
     def _extend_queue(self, queue: list[PlannedStage], done: set[str], issues: list[Issue]) -> None:
         """Re-analysis: refresh the issues of queued stages and add newly needed later stages."""
@@ -357,11 +372,7 @@ class Pipeline:
         baseline: Evaluation | None,
         stage_input: Evaluation | None,
     ) -> StageContext:
-        knowledge: list[str] = []
-        if stage and self.knowledge_dirs:
-            from kernelpilot.llm.knowledge import load_knowledge
-
-            knowledge = load_knowledge(self.knowledge_dirs, self.opt.dsl, self.opt.device, stage)
+        knowledge = self._knowledge(stage)
         return StageContext(
             stage=stage,
             dsl=self.opt.dsl,
@@ -380,6 +391,37 @@ class Pipeline:
             stage_input=stage_input,
             prompt_dirs=list(self.prompt_dirs),
         )
+
+    def _knowledge(self, stage: str) -> list[str]:
+        """KB snippets for ``stage`` (analysis: "" -> the constraints of every stage).
+
+        KNOWLEDGE_BASE_ENABLED=false turns the KB off; KNOWLEDGE_DIR adds the user's folder (same
+        layout: ``common/``, ``<device>/``, or flat files) after the plugins' folders.
+        """
+        if not getattr(self.settings, "knowledge_base_enabled", True):
+            return []
+        dirs = list(self.knowledge_dirs)
+        user_dir = getattr(self.settings, "knowledge_dir", None)
+        if user_dir is not None:
+            from kernelpilot.llm.knowledge import user_knowledge_dir
+
+            dirs.append(user_knowledge_dir(Path(user_dir), self.opt.dsl))
+        if not dirs:
+            return []
+        from kernelpilot.llm.knowledge import load_knowledge
+
+        return load_knowledge(dirs, self.opt.dsl, self.opt.device, stage or None)
+
+    def _save_intermediate(self, node: TrialNode, code: str, verdict: str) -> None:
+        """SAVE_INTERMEDIATE=true: every evaluated candidate beside the run record, named by node/stage."""
+        if not getattr(self.settings, "save_intermediate", False):
+            return
+        folder = self.record_path.with_suffix("")
+        folder.mkdir(parents=True, exist_ok=True)
+        suffix = Path(self.opt.kernel_path).suffix or ".txt"
+        path = folder / f"{node.id}_{node.stage}_{verdict}{suffix}"
+        path.write_text(code, encoding="utf-8")
+        self.record.intermediates.append(str(path))
 
     def _prebuild(self, codes: list[str]) -> None:
         """Let an executor that can (``prebuild``, e.g. the CUDA one) compile a batch in parallel before
@@ -544,8 +586,10 @@ class Pipeline:
                 feedback.append(message)
                 if report.engine == "rules" or type(exc).__name__ == "PromptError":
                     break  # a deterministic stage / a missing template fails the same way again
-                if getattr(exc, "kind", None) in ("connection", "permanent"):
-                    break  # unreachable endpoint / bad key: another attempt cannot help
+                if getattr(exc, "kind", None) == "connection":
+                    raise _llm_unusable(exc) from exc  # unreachable endpoint: no stage can run
+                if getattr(exc, "kind", None) == "permanent":
+                    break  # e.g. a rejected request: another attempt of this stage cannot help
                 continue
             fresh = []
             for code in candidates:
@@ -563,6 +607,7 @@ class Pipeline:
                     report.notes.append(f"MAX_TRIALS={self.settings.max_trials} reached")
                     break
                 node, ev = self._evaluate_candidate(code, input_node, planned.stage, report.engine, attempt)
+                self._save_intermediate(node, code, ev.verdict)
                 report.nodes.append(node.id)
                 report.verdicts[ev.verdict] = report.verdicts.get(ev.verdict, 0) + 1
                 accepted, why = self._judge(ev, input_ev, planned.stage)
@@ -712,6 +757,13 @@ class Pipeline:
             return Path(self.opt.output)
         kernel = Path(self.opt.kernel_path)
         return Path(self.settings.kernel_dir) / f"{kernel.stem}_optimized{kernel.suffix}"
+
+
+def _llm_unusable(exc: BaseException) -> KernelpilotError:
+    return KernelpilotError(
+        f"the LLM cannot be used: {exc}. Check LLM_MODEL / OPENAI_API_BASE / OPENAI_API_KEY "
+        "(or --model/--api-base/--api-key), or run without an LLM: --engine rules"
+    )
 
 
 def _faster_than(a: Evaluation, b: Evaluation) -> bool:

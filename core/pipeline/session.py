@@ -10,6 +10,48 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelpilot.errors import InputError
+
+# variants that suit a machine without a GPU, in order of preference (Xe-Forge's spec files carry them)
+CPU_VARIANTS = ("bench-cpu", "ci")
+# what the driver stacks read to pick one GPU; set before any worker process starts
+INDEX_VARIABLES = {"cuda": "CUDA_VISIBLE_DEVICES", "xpu": "ZE_AFFINITY_MASK"}
+
+
+def choose_variant(spec: Any, requested: str | None, device: str) -> str:
+    """CLI > ``default_variant`` > (on a CPU-only run: ``bench-cpu`` > ``ci``) > ``bench-gpu`` > the only one.
+
+    A ``bench-gpu`` variant under the CPU interpreter runs GPU-sized problems for minutes; the CPU
+    preference applies only when the user named no variant and the spec names no default.
+    """
+    if requested is None and spec.default_variant is None and device == "cpu":
+        for name in CPU_VARIANTS:
+            if name in spec.variants:
+                import sys
+
+                print(
+                    f"kernelpilot: no GPU: using spec variant {name!r} (pass --variant to choose another)",
+                    file=sys.stderr,
+                )
+                return name
+    return spec.choose_variant(requested)
+
+
+def select_device_index(device: str, index: int) -> None:
+    """XPU_DEVICE=xpu:N / cuda:N: make GPU N the only one the worker processes see."""
+    import os
+
+    variable = INDEX_VARIABLES.get(device)
+    if variable is None:
+        raise InputError(f"a device index ({index}) needs a GPU device, not {device!r}", field="XPU_DEVICE")
+    current = os.environ.get(variable)
+    if current is not None and current != str(index):
+        raise InputError(
+            f"XPU_DEVICE asks for GPU {index} but {variable}={current} is already set; keep one of them",
+            field="XPU_DEVICE",
+        )
+    os.environ[variable] = str(index)
+
 
 @dataclass
 class Session:
@@ -38,17 +80,24 @@ def open_session(
     from kernelpilot.fileio import read_text
     from kernelpilot.pipeline.setup import build_settings, detect_device, detect_dsl
     from kernelpilot.plugins import get_registry
+    from kernelpilot.settings import load_settings
     from kernelpilot.spec import load_spec
 
     kernel_path = Path(kernel_path)
     read_text(kernel_path, field="--input", what="kernel file")
     spec = load_spec(spec_path)
-    variant_name = spec.choose_variant(variant)
+    # settings without the spec's tolerances first: DEVICE_TYPE / XPU_DEVICE decide the device,
+    # and the device decides the default variant
+    plain = load_settings(cli=cli_settings)
+    env_device, index = plain.device_and_index()
+    resolved_device = detect_device(device or env_device)
+    if index is not None and resolved_device != "cpu" and (device is None or device == env_device):
+        select_device_index(resolved_device, index)  # a --device of another kind overrides XPU_DEVICE
+    variant_name = choose_variant(spec, variant, resolved_device)
     spec.variant(variant_name)  # validate now: errors name the file and the variant
     settings = build_settings(cli_settings, spec, variant_name, spec_file=str(spec_path))
-    resolved_device = detect_device(device)
     registry = registry or get_registry()
-    resolved_dsl, executor = detect_dsl(registry, kernel_path, dsl, resolved_device, settings)
+    resolved_dsl, executor = detect_dsl(registry, kernel_path, dsl or settings.dsl, resolved_device, settings)
     if prepare:
         executor.prepare(kernel_path, spec, variant_name)
     return Session(

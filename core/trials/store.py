@@ -180,7 +180,7 @@ class TrialStore:
             )
             raise InputError(
                 f"trial tree {directory} belongs to another kernel/spec/variant ({details}); "
-                "pass another --trial-name, or --fresh-trials to move the old tree aside",
+                "pass another --name (-n), or --fresh-trials to move the old tree aside",
                 file=str(directory / cls.DB_NAME),
                 field="trial tree identity",
             )

@@ -32,17 +32,20 @@ class AutotuneRulesStage:
     engine: Literal["rules", "llm"] = "rules"
 
     def propose(self, context: StageContext) -> list[str]:
-        from kernelpilot.dsl_plugins.triton.rewrite.autotune import autotune_source
+        from kernelpilot.dsl_plugins.triton.rewrite.autotune import TuneHints, autotune_source
 
         if "@triton.autotune" in context.current_source:
             return []
+        hints = TuneHints.from_settings(context.settings)
         try:
             if context.attempt == 0:
-                result = autotune_source(context.current_source, _device(context))
+                result = autotune_source(context.current_source, _device(context), hints=hints)
             elif context.attempt == 1:
                 # The full search was rejected (wrong result or slower): keep the block sizes the
                 # author chose and tune only num_warps / num_stages.
-                result = autotune_source(context.current_source, _device(context), tune_blocks=False)
+                result = autotune_source(
+                    context.current_source, _device(context), tune_blocks=False, hints=hints
+                )
             else:
                 return []
         except (SyntaxError, ValueError):

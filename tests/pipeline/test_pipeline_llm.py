@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from kernelpilot.engines.llm_stage import LLMStage
+from kernelpilot.errors import KernelpilotError
 from kernelpilot.llm.client import LLMClient
 from kernelpilot.pipeline.runner import Pipeline, PipelineOptions
 from kernelpilot.settings import load_settings
@@ -201,7 +202,7 @@ def test_llm_timeout_is_an_attempt_failure_not_a_crash(tmp_path: Path, server: F
     assert any("LLM analysis failed" in w for w in result.record.warnings)
 
 
-def test_unreachable_endpoint_ends_the_stage_after_one_attempt(tmp_path: Path) -> None:
+def test_unreachable_endpoint_fails_the_run_at_the_first_call(tmp_path: Path) -> None:
     import socket
 
     with socket.socket() as sock:  # a port nobody listens on
@@ -227,7 +228,7 @@ def test_unreachable_endpoint_ends_the_stage_after_one_attempt(tmp_path: Path) -
         kernel_path=kernel, spec_path=spec, variant="ci", dsl="triton", device="cuda", engine="llm",
         output=tmp_path / "out.py", stages=["fusion"],
     )  # fmt: skip
-    result = Pipeline(
+    pipeline = Pipeline(
         settings,
         options,
         spec=None,
@@ -235,9 +236,8 @@ def test_unreachable_endpoint_ends_the_stage_after_one_attempt(tmp_path: Path) -
         stage_impls={"fusion": LLMStage("triton", "fusion")},
         prompt_dirs=[_prompts(tmp_path)],
         llm=llm,
-    ).run()
-    stage = result.record.stages[0]
-    assert stage.attempts == 1 and stage.status == "no_candidates"
-    assert "Connection error" in stage.notes[0]
-    assert any("LLM analysis failed" in w for w in result.record.warnings)
-    assert (tmp_path / "out.py").read_text() == kernel.read_text()  # nothing accepted: the original
+    )
+    with pytest.raises(KernelpilotError, match="the LLM cannot be used.*Connection error"):
+        pipeline.run()
+    assert pipeline.record.status == "failed" and not pipeline.record.stages
+    assert not (tmp_path / "out.py").exists()  # no output pretends the run worked

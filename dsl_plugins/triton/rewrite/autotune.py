@@ -35,6 +35,8 @@ from kernelpilot.dsl_plugins.triton.rewrite.source_edit import (
 )
 
 TUNABLE_PREFIXES = ("BLOCK", "TILE")
+# constexprs set (not searched) from the user's settings when the kernel takes them
+SET_FROM_HINTS = {"GROUP_SIZE_M": "group_size_m", "GROUP_M": "group_size_m", "grf_mode": "grf_mode"}
 LAUNCH_KWARGS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 # Per-device search lists.  Hopper (cuda) numbers follow the Triton matmul tutorial's configs;
@@ -84,6 +86,39 @@ DOT_WARPS = {"cuda": [4, 8], "xpu": [16, 32], "cpu": [4]}
 STAGES = {"cuda": [1, 2, 3], "xpu": [2, 3], "cpu": [1]}
 DEFAULT_STAGES = {"cuda": 3, "xpu": 2, "cpu": 3}
 MAX_CONFIGS = {"cuda": 16, "xpu": 16, "cpu": 3}
+
+
+@dataclass(frozen=True)
+class TuneHints:
+    """The user's device defaults (settings DEFAULT_NUM_WARPS/STAGES, PREFERRED_TILE_M/N/K,
+    GROUP_SIZE_M, GRF_MODE): the first config after the kernel's own is built from them, and they
+    lead the warps/stages lists, so a capped list always contains what the user asked for."""
+
+    num_warps: int | None = None
+    num_stages: int | None = None
+    tile_m: int | None = None
+    tile_n: int | None = None
+    tile_k: int | None = None
+    group_size_m: int | None = None
+    grf_mode: str | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> TuneHints:
+        if settings is None:
+            return cls()
+        return cls(
+            num_warps=getattr(settings, "default_num_warps", None),
+            num_stages=getattr(settings, "default_num_stages", None),
+            tile_m=getattr(settings, "preferred_tile_m", None),
+            tile_n=getattr(settings, "preferred_tile_n", None),
+            tile_k=getattr(settings, "preferred_tile_k", None),
+            group_size_m=getattr(settings, "group_size_m", None),
+            grf_mode=getattr(settings, "grf_mode", None),
+        )
+
+
+def _lead(values: list[int], first: int | None) -> list[int]:
+    return values if first is None else [first] + [v for v in values if v != first]
 
 
 @dataclass
@@ -242,8 +277,12 @@ def _single_assign(fn: ast.FunctionDef, name: str) -> ast.Assign | None:
 
 def _literal_int(fn: ast.FunctionDef, expr: ast.AST) -> tuple[int | None, str | None]:
     """(value, local variable name) if ``expr`` is an int literal or a local bound once to one."""
-    if isinstance(expr, ast.Constant) and isinstance(expr.value, int) and not isinstance(expr.value, bool):
-        return expr.value, None
+    if (
+        isinstance(expr, ast.Constant)
+        and isinstance(expr.value, int | str)
+        and not isinstance(expr.value, bool)
+    ):
+        return expr.value, None  # type: ignore[return-value]  # a str only for grf_mode
     if isinstance(expr, ast.Name):
         assign = _single_assign(fn, expr.id)
         if (
@@ -317,9 +356,19 @@ def _role(name: str) -> str:
 
 
 def build_configs(
-    plan: KernelPlan, device: str, *, tune_blocks: bool = True, max_configs: int | None = None
+    plan: KernelPlan,
+    device: str,
+    *,
+    tune_blocks: bool = True,
+    max_configs: int | None = None,
+    hints: TuneHints | None = None,
 ) -> list[dict[str, Any]]:
-    """Config list for one kernel: curated tiles for dot kernels, a small product otherwise."""
+    """Config list for one kernel: curated tiles for dot kernels, a small product otherwise.
+
+    ``hints`` (the user's settings) give the first config after the kernel's own and lead the
+    warps/stages lists; constexprs named in :data:`SET_FROM_HINTS` take the setting's value.
+    """
+    hints = hints or TuneHints()
     dev = device if device in WARPS else "cuda"
     cap = max_configs or MAX_CONFIGS[dev]
     original = {
@@ -328,11 +377,34 @@ def build_configs(
         "num_stages": plan.fixed_stages or DEFAULT_STAGES[dev],
     }
     configs: list[dict[str, Any]] = [original]
-    tuned = list(plan.tuned) if tune_blocks else []
+    tuned = [p for p in plan.tuned if p not in SET_FROM_HINTS] if tune_blocks else []
+    set_values = {p: getattr(hints, SET_FROM_HINTS[p]) for p in plan.tuned if p in SET_FROM_HINTS}
+    set_values = {p: v for p, v in set_values.items() if v is not None}
     roles = {p: _role(p) for p in tuned}
     by_role = {r: p for p, r in roles.items()}
     candidates: list[dict[str, Any]] = []
-    if plan.has_dot and tuned and set(roles.values()) == {"M", "N", "K"} and len(tuned) == 3:
+    dot_mnk = plan.has_dot and tuned and set(roles.values()) == {"M", "N", "K"} and len(tuned) == 3
+    dot_mn = plan.has_dot and tuned and set(roles.values()) == {"M", "N"} and len(tuned) == 2
+    tile_hint = {"M": hints.tile_m, "N": hints.tile_n, "K": hints.tile_k}
+    if (dot_mnk or dot_mn) and any(tile_hint[r] for r in by_role):
+        first = DOT_TILES_MNK[dev][0] if dot_mnk else DOT_TILES_MN[dev][0]
+        preferred = {by_role[r]: tile_hint[r] or first["MNK".index(r)] for r in by_role}
+        candidates.append(
+            {
+                "kwargs": preferred,
+                "num_warps": hints.num_warps or first[-2],
+                "num_stages": hints.num_stages or first[-1],
+            }
+        )
+    elif hints.num_warps or hints.num_stages or set_values:
+        candidates.append(
+            {
+                "kwargs": dict(plan.tuned),
+                "num_warps": hints.num_warps or original["num_warps"],
+                "num_stages": hints.num_stages or original["num_stages"],
+            }
+        )
+    if dot_mnk:
         for bm, bn, bk, w, s in DOT_TILES_MNK[dev]:
             candidates.append(
                 {
@@ -341,7 +413,7 @@ def build_configs(
                     "num_stages": s,
                 }
             )
-    elif plan.has_dot and tuned and set(roles.values()) == {"M", "N"} and len(tuned) == 2:
+    elif dot_mn:
         for bm, bn, w, s in DOT_TILES_MN[dev]:
             candidates.append(
                 {"kwargs": {by_role["M"]: bm, by_role["N"]: bn}, "num_warps": w, "num_stages": s}
@@ -358,6 +430,7 @@ def build_configs(
         stages = (STAGES[dev] if not plan.has_dot else [3, 4]) if dev == "cuda" else STAGES[dev]
         if not plan.has_dot and dev == "cuda":
             stages = [1, 2]  # a streaming reduction gains little from deeper pipelines
+        warps, stages = _lead(warps, hints.num_warps), _lead(stages, hints.num_stages)
         # Diverse first: every block value with the first (warps, stages) pair, then the next pair...
         # so a capped list still spans the block sizes.
         launch = sorted(itertools.product(warps, stages), key=lambda ws: (ws[1], abs(ws[0] - 8)))
@@ -366,10 +439,12 @@ def build_configs(
                 candidates.append(
                     {"kwargs": dict(zip(tuned, blocks, strict=True)), "num_warps": w, "num_stages": s}
                 )
-    # Keep the untuned constexprs at their original value in every config.
+    # Keep the untuned constexprs at their original value in every config (settings-driven ones at
+    # the setting's value, except in the kernel's own config).
     for c in candidates:
         full = dict(plan.tuned)
         full.update(c["kwargs"])
+        full.update(set_values)
         c["kwargs"] = full
         if c not in configs:
             configs.append(c)
@@ -465,7 +540,7 @@ def plan_kernels(tree: ast.Module) -> dict[str, KernelPlan]:
             if len(values) == 1 and None not in values:
                 setattr(plan, "fixed_warps" if kwname == "num_warps" else "fixed_stages", values.pop())
         for p in constexprs:
-            if not p.upper().startswith(TUNABLE_PREFIXES):
+            if not p.upper().startswith(TUNABLE_PREFIXES) and p not in SET_FROM_HINTS:
                 continue
             values = set()
             ok = True
@@ -505,7 +580,12 @@ def _grid_nodes(site: LaunchSite) -> list[ast.AST]:
 
 
 def autotune_source(
-    source: str, device: str = "cuda", *, tune_blocks: bool = True, max_configs: int | None = None
+    source: str,
+    device: str = "cuda",
+    *,
+    tune_blocks: bool = True,
+    max_configs: int | None = None,
+    hints: TuneHints | None = None,
 ) -> AutotuneResult:
     """Return the source with every eligible ``@triton.jit`` kernel autotuned (see module docstring)."""
     tree = ast.parse(source)
@@ -594,7 +674,9 @@ def autotune_source(
                         args_text,
                     )
                 )
-        configs = build_configs(plan, device, tune_blocks=bool(plan.tuned), max_configs=max_configs)
+        configs = build_configs(
+            plan, device, tune_blocks=bool(plan.tuned), max_configs=max_configs, hints=hints
+        )
         first_dec = min(d.lineno for d in plan.kernel.decorator_list)
         indent = indentation_of(source, first_dec)
         edits.append(
