@@ -77,30 +77,18 @@ def _num(value: Any) -> float | None:
 
 
 def _confirmed(wl: dict[str, Any], best: dict[str, Any]) -> tuple[float | None, float | None, float | None]:
-    """(confirmed ms, vendor ms, vendor ratio) from a run that confirmed its winner, else Nones.
+    """(confirmed ms, vendor ms, vendor ratio) of a workload, Nones where the run has none.
 
-    Read where a confirming run puts them (``best.confirmed_ms``/``best.confirmed``, or a workload-level
-    ``confirmed`` block; ``vendor``/``baseline`` blocks with a time; ``vs_vendor``): tolerant on
-    purpose, because absent numbers are reported as search-time numbers, never invented."""
-    conf = None
-    for holder, key in ((best, "confirmed_ms"), (best, "confirmed_time_ms"), (best, "confirmed"),
-                        (wl, "confirmed"), (wl, "confirmed_ms")):  # fmt: skip
-        conf = _num(holder.get(key))
-        if conf is None and isinstance(holder.get(key), dict):
-            conf = _num(holder[key].get("time_ms")) or _num(holder[key].get("median_ms"))
-        if conf is not None:
-            break
-    vendor = None
-    for holder, key in ((wl, "vendor"), (wl, "baseline"), (best, "vendor"), (wl, "vendor_ms")):
-        raw = holder.get(key)
-        vendor = _num(raw)
-        if vendor is None and isinstance(raw, dict):
-            vendor = _num(raw.get("time_ms")) or _num(raw.get("median_ms")) or _num(raw.get("confirmed_ms"))
-        if vendor is not None:
-            break
-    ratio = _num(wl.get("vs_vendor")) or _num(best.get("vs_vendor"))
+    A run that confirmed its winner marks ``best.confirmed`` and puts the median of the confirmation
+    rounds in ``best.confirmed_ms`` (``best.time_ms`` is then the same number; ``best.search_ms`` what
+    the search saw); the vendor baseline of the same rounds is ``vendor.confirmed_ms`` and
+    ``vs_vendor`` = vendor / winner.  Numbers a run does not have are never invented."""
+    conf = _num(best.get("confirmed_ms")) if best.get("confirmed", True) else None
+    vendor_doc = wl.get("vendor") if isinstance(wl.get("vendor"), dict) else {}
+    vendor = _num(vendor_doc.get("confirmed_ms"))
+    ratio = _num(wl.get("vs_vendor"))
     if ratio is None and vendor is not None:
-        ratio = vendor / (conf or _num(best.get("time_ms")) or math.inf) or None
+        ratio = vendor / float(conf or best["time_ms"])
     return conf, vendor, ratio
 
 
@@ -163,7 +151,10 @@ def load_run(path: Path) -> ExportSource:
                     "run_id": doc.get("run_id"),
                     "workload": wl.get("name"),
                     "device": wl.get("device") or doc.get("device"),
-                    "search_time_ms": best["time_ms"],
+                    "search_time_ms": best.get("search_ms") or best["time_ms"],
+                    "vendor": vendor_doc.get("label")
+                    if isinstance(vendor_doc := wl.get("vendor"), dict)
+                    else None,
                 },
             )  # fmt: skip
         )

@@ -206,16 +206,25 @@ def test_export_from_a_run_and_merge_of_runs(tmp_path, toy_run):
     doc_b = json.loads(run_a.read_text())
     doc_b["workloads"] = [w for w in doc_b["workloads"] if w["dims"]["M"] == 4096]
     best = doc_b["workloads"][0]["best"]
-    best["confirmed_ms"] = best["time_ms"] * 1.01
-    doc_b["workloads"][0]["vendor"] = {"backend": "cublas", "time_ms": best["time_ms"] * 1.1}
+    # the fields a confirming run writes: best.time_ms is the confirmed median, search_ms the search's
+    best.update(confirmed=True, confirmed_ms=best["time_ms"] * 1.01, search_ms=best["time_ms"])
+    best["time_ms"] = best["confirmed_ms"]
+    doc_b["workloads"][0]["vendor"] = {
+        "label": "cublas",
+        "role": "vendor",
+        "confirmed_ms": best["search_ms"] * 1.1,
+    }
+    doc_b["workloads"][0]["vs_vendor"] = 1.1 / 1.01
     run_b = tmp_path / "b.json"
     run_b.write_text(json.dumps(doc_b))
     r = run_cli("export", str(run_a), str(run_b), "--out", str(tmp_path / "m"), "--no-bundle-cutlass")
     assert r.returncode == 0, r.stderr
     m = {e["dims"]["M"]: e for e in json.loads((tmp_path / "m" / "dispatch.json").read_text())["entries"]}
-    assert m[4096]["time_source"] == "confirmed" and m[4096]["time_ms"] == pytest.approx(
-        best["time_ms"] * 1.01
+    assert m[4096]["time_source"] == "confirmed" and m[4096]["time_ms"] == pytest.approx(best["confirmed_ms"])
+    assert (
+        m[4096]["origin"]["search_time_ms"] == best["search_ms"] and m[4096]["origin"]["vendor"] == "cublas"
     )
+    assert m[4096]["vendor_ms"] == pytest.approx(best["search_ms"] * 1.1)
     assert m[4096]["vendor_ratio"] == pytest.approx(1.1 / 1.01) and m[4096]["origin"]["run"] == "b.json"
     assert m[1024]["time_source"] == "search" and m[1024]["origin"]["run"] == "run.json"
 
