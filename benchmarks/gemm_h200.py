@@ -43,7 +43,7 @@ SHAPES = [
 # clusters with at most 2 CTAs and the persistent schedules (see docs/tile_tuner.md for why).
 GT_SPACE = {"tile_k": [64], "cluster": [[1, 1], [2, 1], [1, 2]], "schedule": ["cooperative", "pingpong"]}
 # Exhaustive phases: name -> (which shapes, space filter).  ``gt`` is the recorded ground truth; ``skinny``
-# and ``swap`` extend it with the families the sm90 model adds for tiny M (hw_models/sm90.py
+# and ``swap`` extend it with the families the sm90 model adds for tiny M (hw_models/sm90/gemm.py
 # enum_families): tile N 16/32 for M <= 64, swap-AB for M <= 32.
 GT_PHASES = {
     "gt": (lambda m: True, GT_SPACE),

@@ -23,7 +23,7 @@ from pathlib import Path
 from gemm_h200 import GT_PHASES  # the same filters as the device run's exhaustive phases
 
 from kernelpilot.dsl_plugins.cuda.gemm import CutlassSm90Gemm
-from kernelpilot.hw_models.sm90 import Sm90Model
+from kernelpilot.hw_models.sm90.model import Sm90Model
 from kernelpilot.tile_tuner.builder import BuildCache, BuildItem, build_batch
 from kernelpilot.tile_tuner.space import SearchSpace
 

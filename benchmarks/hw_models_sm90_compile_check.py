@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 
 from kernelpilot.dsl_plugins.cuda.gemm import render_source
-from kernelpilot.hw_models.sm90 import Sm90Model, auto_stages
+from kernelpilot.hw_models.sm90.gemm import auto_stages
+from kernelpilot.hw_models.sm90.model import Sm90Model
 from kernelpilot.toolchain import HeaderTree, find_headers, tool_version
 
 REPO = Path(__file__).resolve().parents[1]

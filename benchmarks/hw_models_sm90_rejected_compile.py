@@ -30,7 +30,8 @@ from pathlib import Path
 import yaml
 
 from kernelpilot.dsl_plugins.cuda.gemm import render_source
-from kernelpilot.hw_models.sm90 import Sm90Model, auto_stages, smem_bytes
+from kernelpilot.hw_models.sm90.gemm import auto_stages, smem_bytes
+from kernelpilot.hw_models.sm90.model import Sm90Model
 from kernelpilot.toolchain import tool_version
 
 HERE = Path(__file__).parent

@@ -10,7 +10,8 @@ model reports and what we predict the toolchain or GPU does with it.
 
 from __future__ import annotations
 
-from kernelpilot.hw_models.sm90 import Sm90Model, auto_stages, smem_bytes
+from kernelpilot.hw_models.sm90.gemm import auto_stages, smem_bytes
+from kernelpilot.hw_models.sm90.model import Sm90Model
 
 PROBLEM = {"M": 4096, "N": 4096, "K": 4096, "layout": "rr"}
 EXTRA = [

@@ -9,6 +9,6 @@ from kernelpilot.hookspecs import hookimpl
 
 @hookimpl
 def kp_target_models() -> list[Any]:
-    from kernelpilot.hw_models.sm90 import Sm90Model
+    from kernelpilot.hw_models.sm90.model import Sm90Model
 
     return [Sm90Model()]

@@ -96,7 +96,7 @@ def gemm_like(cfg: dict[str, Any], kind: str) -> dict[str, Any]:
     atom_m = cfg.get("atom_m")
     mma_atom = cfg.get("mma_atom")
     if mma_atom:
-        from kernelpilot.hw_models.xe_dpas import parse_atom
+        from kernelpilot.hw_models.xe.dpas import parse_atom
 
         atom_m = parse_atom(str(mma_atom), "config").m
     if not atom_m:
@@ -137,7 +137,7 @@ def _gemm_mma_op(n: dict[str, Any], pair: Any) -> str:
     if not n.get("mma_atom"):
         return dtypes.dpas_op(n["atom_m"], pair)
     from kernelpilot.hw_models.dtypes import DTypePair
-    from kernelpilot.hw_models.xe_dpas import parse_atom
+    from kernelpilot.hw_models.xe.dpas import parse_atom
 
     atom = parse_atom(n["mma_atom"], "config")
     return dtypes.dpas_op(atom.m, DTypePair(a=atom.type_a, b=atom.type_b))

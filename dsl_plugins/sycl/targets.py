@@ -9,6 +9,6 @@ from kernelpilot.hookspecs import hookimpl
 
 @hookimpl
 def kp_target_models() -> list[Any]:
-    from kernelpilot.hw_models.xe import xe_models
+    from kernelpilot.hw_models.xe.model import xe_models
 
     return list(xe_models())

@@ -287,7 +287,7 @@ def test_every_rule_id_is_documented() -> None:
     import re
 
     root = REPO
-    source = "".join(p.read_text() for p in (root / "hw_models").glob("*.py"))
+    source = "".join(p.read_text() for p in (root / "hw_models").rglob("*.py"))
     ids = set(re.findall(r'"((?:xe|sm90)\.[a-z0-9_.]+)"', source))
     docs = (root / "docs" / "hw_models.md").read_text()
     missing = sorted(i for i in ids if f"`{i}`" not in docs)
@@ -367,7 +367,7 @@ def test_stage_model_matches_recorded_cutlass_builds() -> None:
     compiled without spills and CUTLASS chose exactly the stage count the model predicts."""
     import json
 
-    from kernelpilot.hw_models.sm90 import auto_stages
+    from kernelpilot.hw_models.sm90.gemm import auto_stages
 
     path = REPO / "tests" / "data" / "records" / "hw_models_sm90_compile_check.json"
     rows = json.loads(path.read_text())["results"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.hw_models.sm90_fmha import DEFAULT_KV_STAGES, DEFAULT_KV_STAGES_TMA
+from kernelpilot.hw_models.sm90.fmha import DEFAULT_KV_STAGES, DEFAULT_KV_STAGES_TMA
 from kernelpilot.targets import get_target_model
 from tests.support import REPO
 

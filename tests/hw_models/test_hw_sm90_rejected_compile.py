@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from kernelpilot.dsl_plugins.cuda.gemm import render_source
-from kernelpilot.hw_models.sm90 import MAX_ACC_REGISTERS
+from kernelpilot.hw_models.sm90.gemm import MAX_ACC_REGISTERS
 from kernelpilot.targets import get_target_model
 from tests.support import REPO
 

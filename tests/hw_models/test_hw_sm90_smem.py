@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from kernelpilot.hw_models.sm90 import (
+from kernelpilot.hw_models.sm90.gemm import (
     SMEM_CAPACITY,
     auto_stages,
     epilogue_layout,

@@ -12,7 +12,7 @@ import pytest
 
 from kernelpilot import toolchain
 from kernelpilot.dsl_plugins.cuda.gemm import CutlassSm90Gemm, render_source
-from kernelpilot.hw_models.sm90 import Sm90Model
+from kernelpilot.hw_models.sm90.model import Sm90Model
 from kernelpilot.tile_tuner.builder import BuildCache, BuildItem, build_batch
 
 PROBLEM = {"M": 3000, "N": 3000, "K": 3000, "layout": "rr", "dtype": "bf16"}

@@ -21,11 +21,13 @@ Sources (NVIDIA/cutlass 7107b05535f8977f5ecb9d01ee203205b1fd9bc4, ``examples/88_
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
 from kernelpilot.errors import InputError
 from kernelpilot.hw_models.base import (
+    ceil_div,
     check_problem_dtype,
     choice,
     int_tuple,
@@ -35,6 +37,7 @@ from kernelpilot.hw_models.base import (
 from kernelpilot.hw_models.catalogue import Device
 from kernelpilot.hw_models.dtypes import DTypePair, parse_dtype
 from kernelpilot.hw_models.problems import attention_dims
+from kernelpilot.hw_models.sm90.gemm import round_up, swizzle_alignment
 from kernelpilot.hw_models.types import CheckResult, Collector, TileConfig
 
 FA_SCHEDULES = ("tma", "cooperative", "pingpong")
@@ -84,11 +87,7 @@ class Sm90FmhaConfig(TileConfig):
     def epilogue_storage(self) -> tuple[int, int, int]:
         """(sizeof, alignment, StagesC) of one FmhaFwdEpilogue TensorStorage: the sm90 TMA epilogue
         (TmaWarpSpecialized, EpilogueTileAuto) built over one warpgroup's O tile (rows, HeadDim)
-        (collective/fmha_epilogue.hpp:45-75).  Same layout rules as the GEMM epilogue (sm90.py)."""
-        import math
-
-        from kernelpilot.hw_models.sm90 import round_up, swizzle_alignment
-
+        (collective/fmha_epilogue.hpp:45-75).  Same layout rules as the GEMM epilogue (sm90/gemm.py)."""
         d = self.tile[2]
         bits = self.dtype.bits_a
         n_perf = 64 if bits == 8 and d % 64 == 0 else 32  # sm90_builder.inl:124
@@ -108,8 +107,6 @@ class Sm90FmhaConfig(TileConfig):
         math warp-group order barrier <2,2>, the load-warp barrier and the epilogue load pipeline (StagesC).
         KernelTma (kernel/fmha_kernel_tma.hpp:70-83): union {mainloop; epilogue}, K/V + Q (1 stage)
         pipelines and the epilogue load pipeline.  The epilogue's 512-byte swizzle alignment rounds it all."""
-        from kernelpilot.hw_models.sm90 import round_up
-
         qo, kv, d = self.tile
         bits = self.dtype.bits_a
         mainloop = (qo * d + self.kv_stages * kv * d) * bits // 8
@@ -286,8 +283,6 @@ def neighbours_fmha(cfg: Sm90FmhaConfig) -> list[Sm90FmhaConfig]:
 
 def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) -> float:
     """CTA-level roofline: grid = batch x heads x ceil(seq_q / BlockQO); each CTA sweeps the KV sequence."""
-    from kernelpilot.hw_models.base import ceil_div
-
     dims = attention_dims(problem)
     qo, kv, d = cfg.tile
     el = cfg.dtype.bits_a / 8
