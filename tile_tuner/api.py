@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelpilot.errors import InputError
+from kernelpilot.tile_tuner.confirm_run import apply as apply_confirmation
+from kernelpilot.tile_tuner.confirm_run import confirm_state
 from kernelpilot.tile_tuner.engine import TuneEngine, TuneOptions, Workload, summarize_state
 from kernelpilot.tile_tuner.store import ResultsStore
 
-RUN_SCHEMA_VERSION = 1
+RUN_SCHEMA_VERSION = 2  # 2: best is the confirmed winner; search_best, confirmation, vendor
 
 
 def get_tile_kernel(kind: str, target: str) -> Any:
@@ -98,6 +100,7 @@ def run_batch(
 ) -> dict[str, Any]:
     """Tune (or plan) every workload; returns the run document."""
     started = time.time()
+    options.confirm.validate()
     device = resolve_device(target, options.device)
     groups = plan_groups(target, workloads)
     if dry_run:
@@ -127,6 +130,7 @@ def run_batch(
     engines: list[tuple[Group, TuneEngine, list[Any]]] = []
     results: list[dict[str, Any]] = []
     backend_info: dict[str, Any] = {}
+    confirm_s = 0.0
     try:
         # validate everything (dims, spaces, proposers, toolchain) before the first build
         for g in groups:
@@ -149,6 +153,9 @@ def run_batch(
             engine.store = store
         for g, engine, states in engines:
             engine.run(g.workloads, states)
+            t_confirm = time.time()
+            confirmations = [confirm_state(engine, s, options.confirm) for s in states]
+            confirm_s += time.time() - t_confirm
             backend_info = {
                 "backend": engine.backend.name,
                 "device_name": engine.backend.device_name,
@@ -157,7 +164,10 @@ def run_batch(
                 "template_version": g.kernel.template_version,
                 "run_id": engine.run_id,
             }
-            results += [summarize_state(s, target, device, g.kernel) for s in states]
+            results += [
+                apply_confirmation(summarize_state(s, target, device, g.kernel), c, g.kernel, s.problem)
+                for s, c in zip(states, confirmations, strict=True)
+            ]
     finally:
         executor.close()
         if store is not None:
@@ -173,5 +183,12 @@ def run_batch(
         "replay": str(options.replay) if options.replay else None,
         **backend_info,
         "executor": executor.describe(),
+        "confirm": {
+            "finalists": options.confirm.finalists,
+            "rounds": options.confirm.rounds,
+            "baseline": options.confirm.baseline,
+            "unstable_spread": options.confirm.unstable_spread,
+            "wall_s": round(confirm_s, 2),
+        },
         "workloads": results,
     }

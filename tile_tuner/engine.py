@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.tile_tuner.builder import BuildCache, BuildItem, BuildOutcome, build_batch
+from kernelpilot.tile_tuner.confirm import ConfirmOptions
 from kernelpilot.tile_tuner.kernel_api import INVALID_TIMING, implausible, is_plausible_time
 from kernelpilot.tile_tuner.proposers import History, Observation, make_proposer
 from kernelpilot.tile_tuner.runner import run_program
@@ -72,6 +73,8 @@ class TuneOptions:
     command: str = ""
     gpus: str | None = None  # --gpus all|0,1,..: benchmark on every listed GPU (scaleout.gpu_pool)
     cluster: str | None = None  # --cluster tcp://HOST:8786|local: Dask distributed (scaleout.dask_executor)
+    # --finalists / --confirm-rounds / --no-baseline: what runs after the search (tile_tuner.confirm)
+    confirm: ConfirmOptions = field(default_factory=ConfirmOptions)
 
 
 @dataclass

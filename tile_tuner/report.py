@@ -160,6 +160,35 @@ def problems_of(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+def confirmation_notes(doc: dict[str, Any]) -> list[str]:
+    """Plain-words lines per workload: the verdict against the vendor library (a winner slower than the
+    vendor is said so), a winner that changed in confirmation, unstable contenders, and why a
+    confirmation or a baseline did not run."""
+    lines: list[str] = []
+    for wl in doc.get("workloads", []):
+        conf = wl.get("confirmation")
+        if not conf:
+            continue
+        name = wl["name"]
+        if conf.get("status") in ("not_possible", "skipped") and conf.get("reason"):
+            lines.append(f"{name}: confirmation {conf['status'].replace('_', ' ')}: {conf['reason']}")
+        if wl.get("verdict"):
+            slower = wl.get("vs_vendor") is not None and wl["vs_vendor"] < 1.0
+            lines.append(f"{'SLOWER THAN VENDOR: ' if slower else ''}{name}: {wl['verdict']}")
+        if conf.get("winner_changed"):
+            sb = wl.get("search_best") or {}
+            lines.append(
+                f"{name}: confirmation changed the winner: search-time best {sb.get('label')} "
+                f"({sb.get('time_ms')} ms), confirmed best {wl['best']['label']} ({wl['best']['time_ms']:.4g} ms)"
+            )
+        if conf.get("unstable"):
+            lines.append(
+                f"UNSTABLE: {name}: per-round spread above {100 * conf.get('unstable_spread', 0.03):.0f} % for "
+                + ", ".join(conf["unstable"])
+            )
+    return lines
+
+
 def console(doc: dict[str, Any]) -> None:
     import sys
 
@@ -179,6 +208,7 @@ def console(doc: dict[str, Any]) -> None:
         "TFLOP/s",
         "% peak",
         "vs default",
+        "vs vendor",
         "tried",
         "stop",
     ):
@@ -196,14 +226,19 @@ def console(doc: dict[str, Any]) -> None:
             dims,
             best.get("label", "-"),
             rts,
-            f"{best['time_ms']:.4f}" if best.get("time_ms") else "-",
+            (f"{best['time_ms']:.4f}" + ("" if best.get("confirmed", True) else "*")) if best.get("time_ms") else "-",
             f"{best['tflops']:.1f}" if best.get("tflops") else "-",
             f"{best['pct_of_peak']:.1f}" if best.get("pct_of_peak") else "-",
             f"{wl['speedup_vs_default']:.2f}x" if wl.get("speedup_vs_default") else "-",
+            f"{wl['vs_vendor']:.2f}x" if wl.get("vs_vendor") else "-",
             str(wl.get("measured_configs", 0)),
             wl.get("stop_reason", ""),
         )
     con.print(table)
+    if any(not (wl.get("best") or {}).get("confirmed", True) for wl in doc.get("workloads", [])):
+        con.print("* search-time number, not confirmed")
+    for line in confirmation_notes(doc):
+        con.print(line, markup=False, highlight=False)
     for line in problems_of(doc):
         con.print(f"[bold red]{line}[/bold red]")
 

@@ -3,6 +3,8 @@
 Batch:   kernelpilot tune FILE.yaml [--target sm90] [--proposer model] [--dry-run]
 Single:  kernelpilot tune --target sm90 --kernel gemm --dims M=8192,N=8192,K=8192 [--dtype bf16]
 Replay:  kernelpilot tune FILE.yaml --replay tests/data/replay/h200_gemm_bf16.sqlite --proposer bayes
+After the search the finalists are re-measured in interleaved rounds with the vendor library
+(--finalists, --confirm-rounds, --no-baseline; docs/tile_tuner.md "Confirmation").
 CLI flags override the YAML.  Exit codes: 0 ok, 1 runtime failure, 2 bad input (nothing written).
 """
 
@@ -71,6 +73,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-plots", action="store_true", help="skip PNG plots")
     parser.add_argument(
         "--no-streamk-twins", action="store_true", help="keep cooperative configs persistent-only"
+    )
+    parser.add_argument(
+        "--finalists",
+        type=int,
+        default=3,
+        help="configs re-measured after the search, with the library default (0: no confirmation)",
+    )
+    parser.add_argument(
+        "--confirm-rounds", type=int, default=3, help="interleaved confirmation rounds (default 3)"
+    )
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="do not measure the vendor library (cuBLAS, SDPA, ...)"
     )
     parser.add_argument("--gpus", help="benchmark on several GPUs of this host: all, or indices such as 0,1")
     parser.add_argument(
@@ -181,9 +195,13 @@ def run(args: argparse.Namespace) -> int:
 
     from kernelpilot.tile_tuner import report
     from kernelpilot.tile_tuner.api import run_batch
+    from kernelpilot.tile_tuner.confirm import ConfirmOptions
     from kernelpilot.tile_tuner.engine import TuneOptions
 
     _check_flags(args)
+    confirm = ConfirmOptions(
+        finalists=args.finalists, rounds=args.confirm_rounds, baseline=not args.no_baseline
+    ).validate()
     target, workloads, extras = _workloads(args)
     out_dir = Path(args.out)
     state_dir = Path(os.environ.get("KERNELPILOT_HOME", ".kernelpilot"))
@@ -216,6 +234,7 @@ def run(args: argparse.Namespace) -> int:
         streamk_twins=not args.no_streamk_twins,
         gpus=args.gpus,
         cluster=args.cluster,
+        confirm=confirm,
         command="kernelpilot tune " + " ".join(shlex.quote(a) for a in sys.argv[2:]),
     )
     progress = _Progress(sum(w.budget_configs for w in workloads), quiet=args.json or args.dry_run)

@@ -4,7 +4,9 @@
 ``ToyKernel`` a TileKernel whose "benchmark program" is real C++ built by the real builder (CMake +
 ninja + the host C++ compiler).  The program computes a deterministic pseudo-time from its compile-time
 config and prints the JSON line of the kernel contract; with ``TOY_FAIL`` set to a label it exits 4
-(wrong result) for that config, with ``TOY_HANG`` it sleeps past the timeout.  These exercise the
+(wrong result) for that config, with ``TOY_HANG`` it sleeps past the timeout, ``TOY_CALL_LOG`` collects
+the label of every run in call order, and ``TOY_LUCKY`` (with the folder ``TOY_STATE``) makes that
+config measure twice as fast on its first run only: a lucky search-time measurement.  These exercise the
 loop's bookkeeping (rounds, cache, store, resume, failures); they say nothing about GPU speed.
 """
 
@@ -101,6 +103,16 @@ int main(int argc, char** argv) {
   if (hang && !strcmp(hang, label)) std::this_thread::sleep_for(std::chrono::seconds(30));
   double t = 1.0 + std::fabs(TM - 64) / 64.0 + std::fabs(TN - 64) / 64.0 + (SCHED_B ? 0.0 : 0.25);
   t = t * double(m) * double(n) / 1e6;
+  if (const char* log = getenv("TOY_CALL_LOG")) {  // every run appends its label: the call order
+    if (FILE* f = fopen(log, "a")) { fprintf(f, "%s\n", label); fclose(f); }
+  }
+  const char* lucky = getenv("TOY_LUCKY");  // that config measures 2x fast once (a lucky search run)
+  const char* state = getenv("TOY_STATE");
+  if (lucky && state && !strcmp(lucky, label)) {
+    std::string marker = std::string(state) + "/" + label;
+    if (FILE* f = fopen(marker.c_str(), "r")) fclose(f);
+    else { if (FILE* g = fopen(marker.c_str(), "w")) fclose(g); t *= 0.5; }
+  }
   const char* cfg = "{\"tile\": [" STR(TM) ", " STR(TN) "], \"schedule\": \"" SCHED "\"}";
   if (fail && !strcmp(fail, label)) {
     printf("{\"status\": \"wrong_result\", \"kernel\": \"gemm\", \"config\": %s, \"problem\": {\"M\": %ld}, \"message\": \"planted\"}\n", cfg, m);
@@ -154,6 +166,36 @@ class ToyKernel:
 
     def flops(self, problem: dict[str, Any]) -> float:
         return 2.0 * problem["M"] * problem["N"] * problem["K"]
+
+
+VENDOR_PROGRAM = r"""
+import json, os, sys
+log = os.environ.get("TOY_CALL_LOG")
+if log:
+    with open(log, "a") as fh:
+        fh.write("vendor\n")
+ms = float(sys.argv[1])
+print(json.dumps({"status": "ok", "kernel": "toy_vendor", "config": {}, "problem": {},
+                  "time_ms": {"median": ms, "min": ms, "max": ms, "repetitions": 3},
+                  "backend": "toyBLAS", "versions": {"toyblas": "1.0"}}))
+"""
+
+
+class ToyKernelWithVendor(ToyKernel):
+    """ToyKernel whose vendor library ("toyBLAS", a Python one-liner) runs in ``TOY_VENDOR_MS`` ms per
+    M*N/1e6; unset, the baseline reports why it cannot run (as a machine without the library would)."""
+
+    def vendor_baseline(self, problem: dict[str, Any], target: str, bench_args: dict[str, Any]):
+        import os
+        import sys
+
+        from kernelpilot.tile_tuner.baseline import VendorPlan
+
+        per = os.environ.get("TOY_VENDOR_MS")
+        if not per:
+            return VendorPlan(name="toyBLAS", reason="toyBLAS is not installed (TOY_VENDOR_MS unset)")
+        ms = float(per) * problem["M"] * problem["N"] / 1e6
+        return VendorPlan(name="toyBLAS", argv=(sys.executable, "-c", VENDOR_PROGRAM, str(ms)))
 
 
 def dumps(obj: Any) -> str:
