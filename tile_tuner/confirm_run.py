@@ -20,7 +20,9 @@ REPLAY_REASON = (
     "not possible under --replay: the recorded store holds one median per config, so re-measuring would "
     "repeat the number the search used; the search-time winner is reported unconfirmed"
 )
-CLUSTER_REASON = "not run with --cluster: confirmation needs the GPU of the tuning host, the benchmarks ran remotely"
+CLUSTER_REASON = (
+    "not run with --cluster: confirmation needs the GPU of the tuning host, the benchmarks ran remotely"
+)
 
 
 def finalists_of(state: Any, n: int) -> list[Any]:
@@ -107,7 +109,9 @@ def confirm_state(engine: Any, state: Any, options: ConfirmOptions) -> dict[str,
     return doc
 
 
-def apply(summary: dict[str, Any], conf: dict[str, Any], kernel: Any, problem: dict[str, Any]) -> dict[str, Any]:
+def apply(
+    summary: dict[str, Any], conf: dict[str, Any], kernel: Any, problem: dict[str, Any]
+) -> dict[str, Any]:
     """Fold a confirmation record into a workload's ``run.json`` entry.
 
     ``best`` becomes the confirmed winner (its ``time_ms`` the confirmed median) and ``search_best``

@@ -226,7 +226,9 @@ def console(doc: dict[str, Any]) -> None:
             dims,
             best.get("label", "-"),
             rts,
-            (f"{best['time_ms']:.4f}" + ("" if best.get("confirmed", True) else "*")) if best.get("time_ms") else "-",
+            (f"{best['time_ms']:.4f}" + ("" if best.get("confirmed", True) else "*"))
+            if best.get("time_ms")
+            else "-",
             f"{best['tflops']:.1f}" if best.get("tflops") else "-",
             f"{best['pct_of_peak']:.1f}" if best.get("pct_of_peak") else "-",
             f"{wl['speedup_vs_default']:.2f}x" if wl.get("speedup_vs_default") else "-",
