@@ -258,5 +258,11 @@ class FmhaKernel:
     def runtime_variants(self, config: Any, problem: dict[str, Any]) -> list[dict[str, Any]]:
         return [{}]  # the FMHA kernels have no run-time scheduling knobs
 
+    def vendor_baseline(self, problem: dict[str, Any], target: str, bench_args: dict[str, Any]) -> Any:
+        """The best SDPA backend (cuDNN, flash, efficient) or flash_attn (see :mod:`kernelpilot.dsl_plugins.cuda.vendor_worker`)."""
+        from kernelpilot.dsl_plugins.cuda.vendor_baseline import vendor_plan
+
+        return vendor_plan(self.kind, problem, bench_args)
+
     def flops(self, problem: dict[str, Any]) -> float:
         return fa_flops(problem)

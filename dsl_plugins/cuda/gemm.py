@@ -313,6 +313,24 @@ class CutlassSm90Gemm:
                 argv.append(f"--{key}={runtime[key]}")
         return argv, {}
 
+    def vendor_baseline(self, problem: dict[str, Any], target: str, bench_args: dict[str, Any]) -> Any:
+        """cuBLAS through ``torch.matmul`` (see :mod:`kernelpilot.dsl_plugins.cuda.vendor_worker`)."""
+        from kernelpilot.dsl_plugins.cuda.vendor_baseline import vendor_plan
+
+        return vendor_plan(self.kind, problem, bench_args)
+
+    def variant_from_runtime(self, runtime: dict[str, Any]) -> dict[str, Any] | None:
+        """The ``runtime_variants`` entry a program's reported ``runtime`` came from (the program
+        spells the knobs out: ``along_m``, ``data_parallel``), or None for an unknown spelling."""
+        raster = {"along_m": "M", "along_n": "N", "heuristic": "H"}.get(str(runtime.get("raster")))
+        decomp = {"data_parallel": "D", "split_k": "S", "stream_k": "K", "heuristic": "H"}.get(
+            str(runtime.get("decomposition"))
+        )
+        if raster is None or decomp is None:
+            return None
+        return {"raster": raster, "swizzle": int(runtime.get("swizzle", 1)), "decomp": decomp,
+                "splits": int(runtime.get("splits", 1))}  # fmt: skip
+
     def flops(self, problem: dict[str, Any]) -> float:
         return 2.0 * problem["M"] * problem["N"] * problem["K"]
 

@@ -434,6 +434,12 @@ class GroupedGemmKernel:
             ]
         return variants
 
+    def vendor_baseline(self, problem: dict[str, Any], target: str, bench_args: dict[str, Any]) -> Any:
+        """The best of torch._grouped_mm and a torch.mm loop (see :mod:`kernelpilot.dsl_plugins.cuda.vendor_worker`)."""
+        from kernelpilot.dsl_plugins.cuda.vendor_baseline import vendor_plan
+
+        return vendor_plan(self.kind, problem, bench_args)
+
     def flops(self, problem: dict[str, Any]) -> float:
         return groups_flops(problem["groups"])
 

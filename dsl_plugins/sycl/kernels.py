@@ -138,6 +138,12 @@ class SyclTileKernel:
     def runtime_variants(self, config: Any, problem: dict[str, Any]) -> list[dict[str, Any]]:
         return [{}]
 
+    def vendor_baseline(self, problem: dict[str, Any], target: str, bench_args: dict[str, Any]) -> Any:
+        """The torch.xpu path (oneDNN, XPU SDPA): :mod:`kernelpilot.dsl_plugins.sycl.vendor_worker`."""
+        from kernelpilot.dsl_plugins.sycl.vendor_baseline import vendor_plan
+
+        return vendor_plan(self.kind, problem, bench_args)
+
     def flops(self, problem: dict[str, Any]) -> float:
         raise NotImplementedError
 
