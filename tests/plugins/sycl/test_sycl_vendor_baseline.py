@@ -17,7 +17,14 @@ DIMS = {
     "gemm": {"M": 64, "N": 64, "K": 64},
     "grouped_gemm": {"shapes": [[64, 128, 64], [32, 128, 64]]},
     "moe_gemm": {"N": 128, "K": 64, "num_experts": 4, "total_tokens": 64},
-    "fa_prefill": {"batch": 1, "num_heads_q": 4, "num_heads_kv": 2, "seq_qo": 64, "seq_kv": 64, "head_dim": 64},
+    "fa_prefill": {
+        "batch": 1,
+        "num_heads_q": 4,
+        "num_heads_kv": 2,
+        "seq_qo": 64,
+        "seq_kv": 64,
+        "head_dim": 64,
+    },
 }
 
 
