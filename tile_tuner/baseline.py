@@ -15,9 +15,17 @@ is a fresh process, so a warm allocator or a lucky clock state in one run cannot
 
 from __future__ import annotations
 
+import contextlib
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelpilot.tile_tuner.kernel_api import parse_result_line
 from kernelpilot.tile_tuner.runner import run_program
 
 MeasureResult = tuple[str, str, "dict[str, Any] | None", float]
@@ -31,6 +39,9 @@ class VendorPlan:
     argv: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     reason: str = ""  # non-empty: no baseline can run (argv is then empty)
+    # True: the worker also takes ``--serve`` (one request line "run" on stdin -> one result line),
+    # so one process serves every round of a workload and torch starts once, not once per round
+    serve: bool = False
 
     @property
     def runnable(self) -> bool:
@@ -50,6 +61,93 @@ def plan_for(kernel: Any, problem: dict[str, Any], target: str, bench_args: dict
         return hook(problem, target, dict(bench_args))
     except Exception as exc:  # noqa: BLE001 - a broken planner must not kill the run; say why
         return VendorPlan(name="none", reason=f"vendor baseline planner failed: {type(exc).__name__}: {exc}")
+
+
+class VendorSession:
+    """Runs the baseline once per call: a fresh process per call, or one ``--serve`` process for all
+    calls when the plan supports it (inputs are allocated and timed anew for every request; only the
+    interpreter start and the library load are shared).  ``close()`` ends the process."""
+
+    def __init__(self, plan: VendorPlan, timeout_s: float) -> None:
+        self.plan = plan
+        self.timeout_s = timeout_s
+        self._proc: subprocess.Popen | None = None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+
+    def __call__(self) -> MeasureResult:
+        if not self.plan.runnable or not self.plan.serve:
+            return run_plan(self.plan, self.timeout_s)
+        t0 = time.time()
+        try:
+            if self._proc is None:
+                self._start()
+            assert self._proc is not None and self._proc.stdin is not None
+            self._proc.stdin.write("run\n")
+            self._proc.stdin.flush()
+        except OSError as exc:
+            return "crashed", f"baseline worker: {exc}: {self._stderr_tail()}", None, time.time() - t0
+        try:
+            line = self._lines.get(timeout=self.timeout_s)
+        except queue.Empty:
+            self._kill()
+            return "timeout", f"killed after {self.timeout_s:.0f} s", None, time.time() - t0
+        seconds = time.time() - t0
+        if line is None:
+            tail = self._stderr_tail()
+            self.close()
+            return "crashed", f"baseline worker exited: {tail}", None, seconds
+        try:
+            raw = parse_result_line(line).model_dump()
+        except Exception as exc:  # noqa: BLE001 - a malformed line is a crash of the worker
+            return "crashed", f"unparsable baseline line: {exc}", None, seconds
+        return raw["status"], raw.get("message", ""), raw, seconds
+
+    def _start(self) -> None:
+        self._proc = subprocess.Popen(
+            [*self.plan.argv, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, env={**os.environ, **self.plan.env}, start_new_session=True,
+        )  # fmt: skip
+        self._err: list[str] = []
+        self._lines = queue.Queue()  # per process: a killed one's end-of-output must not reach the next
+        threading.Thread(target=self._pump, args=(self._proc.stdout, self._lines), daemon=True).start()
+        threading.Thread(target=self._pump, args=(self._proc.stderr, None), daemon=True).start()
+
+    def _pump(self, stream: Any, lines: queue.Queue[str | None] | None) -> None:
+        for line in stream:
+            if lines is None:
+                self._err.append(line)
+                del self._err[:-40]
+            elif line.strip().startswith("{"):
+                lines.put(line)
+        if lines is not None:
+            lines.put(None)
+
+    def _stderr_tail(self) -> str:
+        return "".join(getattr(self, "_err", []))[-400:].strip()
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            assert proc.stdin is not None
+            proc.stdin.write("quit\n")
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
 
 
 def run_plan(plan: VendorPlan, timeout_s: float) -> MeasureResult:

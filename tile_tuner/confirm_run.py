@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kernelpilot.tile_tuner.baseline import VendorPlan, plan_for, run_plan
+from kernelpilot.tile_tuner.baseline import VendorPlan, VendorSession, plan_for
 from kernelpilot.tile_tuner.builder import BuildItem
 from kernelpilot.tile_tuner.confirm import ConfirmOptions, Contender, confirm, not_possible, verdict
 from kernelpilot.tile_tuner.runner import run_program
@@ -104,7 +104,11 @@ def confirm_state(engine: Any, state: Any, options: ConfirmOptions) -> dict[str,
         plan = plan_for(kernel, problem, engine.target, opts.bench_args)
     else:
         plan = VendorPlan(name="none", reason="--no-baseline")
-    doc = confirm(contenders, plan, lambda: run_plan(plan, opts.run_timeout_s), options)
+    session = VendorSession(plan, opts.run_timeout_s)
+    try:
+        doc = confirm(contenders, plan, session, options)
+    finally:
+        session.close()
     doc["wall_s"] = round(time.time() - t0, 3)
     return doc
 

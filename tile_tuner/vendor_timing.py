@@ -20,6 +20,7 @@ import contextlib
 import json
 import math
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -204,6 +205,27 @@ def result_line(kind: str, problem: dict[str, Any], candidates: dict[str, dict[s
             "time_ms": candidates[best]["time_ms"]}  # fmt: skip
 
 
+def serve_or_once(serve: bool, make_line: Callable[[], dict[str, Any]]) -> int:
+    """Once: print one result line and exit with its code.  ``serve``: one line per request read
+    from stdin ("run"; "quit" or end of input stops), each computed anew (fresh inputs and timing)."""
+    if not serve:
+        return emit(make_line())
+    for request in sys.stdin:
+        if request.strip() == "quit":
+            break
+        try:
+            line = make_line()
+        except Exception as exc:  # noqa: BLE001 - one failed request is a result, not the end
+            line = {"status": "cannot_run", "kernel": "vendor", "message": f"{type(exc).__name__}: {exc}"}
+        emit(line)
+    return EXIT_OK
+
+
+def unavailable(kind: str, message: str) -> dict[str, Any]:
+    """The line of a worker that cannot run at all (no torch, no device)."""
+    return {"status": "cannot_run", "kernel": f"vendor_{kind}", "message": message}
+
+
 def fail(kind: str, message: str) -> int:
-    """A worker that cannot run at all (no torch, no device): a cannot_run line."""
-    return emit({"status": "cannot_run", "kernel": f"vendor_{kind}", "message": message})
+    """Print :func:`unavailable`'s line and return the cannot-run exit code."""
+    return emit(unavailable(kind, message))

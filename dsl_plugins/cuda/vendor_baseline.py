@@ -33,4 +33,4 @@ def vendor_plan(kind: str, problem: dict[str, Any], bench_args: dict[str, Any]) 
         argv.append(f"--target-ms={bench_args['target_ms']}")
     if bench_args.get("reps"):
         argv.append(f"--reps={bench_args['reps']}")
-    return VendorPlan(name=name, argv=tuple(argv))
+    return VendorPlan(name=name, argv=tuple(argv), serve=True)

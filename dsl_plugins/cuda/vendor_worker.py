@@ -27,7 +27,7 @@ import json
 import sys
 
 from kernelpilot.tile_tuner.torch_baselines import attention, gemm, grouped
-from kernelpilot.tile_tuner.vendor_timing import Rule, emit, fail, result_line
+from kernelpilot.tile_tuner.vendor_timing import Rule, result_line, serve_or_once, unavailable
 
 KINDS = {"gemm": gemm, "grouped_gemm": grouped, "moe_gemm": grouped, "fa_prefill": attention,
          "fa_decode": attention}  # fmt: skip
@@ -47,19 +47,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target-ms", type=float)
     ap.add_argument("--reps", type=int)
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    ap.add_argument("--serve", action="store_true", help="one result line per 'run' line on stdin")
     args = ap.parse_args(argv)
     problem = json.loads(args.problem)
-    try:
-        import torch
-    except ImportError:
-        return fail(args.kind, "torch is not installed: no vendor baseline (pip install torch)")
-    if args.device == "cuda" and not torch.cuda.is_available():
-        return fail(args.kind, f"torch {torch.__version__} sees no CUDA device (torch.cuda.is_available() is "
-                    f"False; CUDA build: {torch.version.cuda})")  # fmt: skip
     rule = rule_for(args.kind, args.target_ms, args.reps)
-    candidates = KINDS[args.kind](problem, args.device, rule)
     shown = {k: v for k, v in problem.items() if k not in ("groups", "tokens")}
-    return emit(result_line(args.kind, shown, candidates, rule, args.device))
+
+    def line() -> dict:
+        try:
+            import torch
+        except ImportError:
+            return unavailable(args.kind, "torch is not installed: no vendor baseline (pip install torch)")
+        if args.device == "cuda" and not torch.cuda.is_available():
+            return unavailable(args.kind, f"torch {torch.__version__} sees no CUDA device "
+                               f"(torch.cuda.is_available() is False; CUDA build: {torch.version.cuda})")  # fmt: skip
+        candidates = KINDS[args.kind](problem, args.device, rule)
+        out = result_line(args.kind, shown, candidates, rule, args.device)
+        if args.device == "cuda":
+            torch.cuda.empty_cache()  # the next request allocates its own inputs
+        return out
+
+    return serve_or_once(args.serve, line)
 
 
 if __name__ == "__main__":

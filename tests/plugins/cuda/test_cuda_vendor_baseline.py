@@ -118,3 +118,35 @@ def test_gemm_worker_on_the_gpu_replays_a_graph(capsys):
     cand = line["candidates"]["cublas:torch.matmul"]
     assert rc == 0 and cand["graph"] is True and cand["rel_err_vs_fp64"] < 1e-2
     assert line["versions"]["cuda"] == torch.version.cuda
+
+
+def test_serving_worker_answers_every_round_from_one_process():
+    """--serve: one process (torch imported once) answers each round with a fresh measurement."""
+    import sys
+
+    from kernelpilot.tile_tuner.baseline import VendorPlan, VendorSession
+
+    problem = {"M": 32, "N": 32, "K": 32, "dtype": "bf16", "layout": "rr"}
+    argv = (sys.executable, "-m", "kernelpilot.dsl_plugins.cuda.vendor_worker", "--kind", "gemm", "--problem",
+            json.dumps(problem), "--device", "cpu", "--target-ms", "1", "--reps", "3")  # fmt: skip
+    session = VendorSession(VendorPlan(name="cpu matmul", argv=argv, serve=True), timeout_s=120)
+    first = session()
+    proc = session._proc
+    second = session()
+    assert first[0] == second[0] == "ok" and session._proc is proc and proc.poll() is None
+    assert first[2]["backend"] == second[2]["backend"] == "cpu:torch.matmul"
+    session.close()
+    assert proc.poll() == 0
+
+
+def test_serving_worker_that_hangs_is_killed_and_reported():
+    import sys
+
+    from kernelpilot.tile_tuner.baseline import VendorPlan, VendorSession
+
+    hang = "import sys, time\nfor _ in sys.stdin:\n    time.sleep(60)\n"
+    session = VendorSession(VendorPlan(name="hangs", argv=(sys.executable, "-c", hang), serve=True), 2)
+    for _ in range(2):  # the second call starts a new process after the first was killed
+        status, reason, raw, seconds = session()
+        assert status == "timeout" and reason == "killed after 2 s" and raw is None and seconds < 10
+        assert session._proc is None
