@@ -21,6 +21,11 @@ without them keeps working; the CUDA GEMM in ``dsl_plugins/cuda/gemm.py`` implem
 * ``check_runtime() -> None`` -- called before the first build of a real (not dry-run, not replay)
   run; raise ``ToolMissingError`` when the device or runtime is missing, so nothing is built in vain.
 * ``min_bytes(problem) -> float`` -- compulsory device-memory traffic, for the roofline plot.
+* ``vendor_baseline(problem, target, bench_args) -> baseline.VendorPlan`` -- what a user would call
+  instead (cuBLAS, SDPA, oneDNN): a worker command printing this module's JSON line, or a reason why
+  none can run; measured in the confirmation rounds (:mod:`kernelpilot.tile_tuner.confirm`).
+* ``variant_from_runtime(runtime) -> dict | None`` -- the ``runtime_variants`` entry a program's reported
+  ``runtime`` came from, when the program spells the knobs differently (the CUDA GEMM does).
 * ``build_recipe(target, options)`` receives ``options["dry_run"] = True`` for ``--dry-run``: it must
   then return a recipe without requiring the compiler or the headers (use placeholders), because dry
   runs work on machines with neither.  Other keys: ``build_timeout_s``, ``cutlass_dir``.

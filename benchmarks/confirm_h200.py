@@ -1,0 +1,438 @@
+"""Confirmed tuning results next to the vendor library on one H200, in one call.
+
+Phases (in this order, each skipped with a note when the deadline would be passed):
+
+  plan      `kernelpilot tune --dry-run` of both batches: the programs of each workload's one round
+            (budget = batch size, so a real run proposes exactly these);
+  build     every planned program built in ONE parallel step (GEMM, FMHA and grouped recipes side by
+            side, --jobs split between them), so the tune calls below find every binary in the cache;
+  gemm      `kernelpilot tune` on six bf16 GEMM shapes (the four of the confirmation write-up and two
+            Llama-3-8B projections) with confirmation (--finalists 3 --confirm-rounds 3) and the cuBLAS
+            baseline;
+  ncu       an independent check of one GEMM winner: Nsight Compute kernel durations
+            (`ncu --clock-control none`, gpu__time_duration.sum) of the tuned program and of torch.matmul
+            on the same shape; the ratio is compared with the run's `vs vendor`;
+  fa_prefill, fa_decode, moe_gemm, grouped_gemm
+            `kernelpilot tune` on each kind's workloads of benchmarks/cuda_kinds_common.py, same
+            confirmation; baselines: every SDPA backend (+ flash_attn), torch._grouped_mm or a torch.mm loop.
+
+Writes into --out (at most 6 files): summary.json (versions, commands, phase wall times, per-workload
+table, the cost of confirmation, the ncu check), run_gemm.json, run_kinds.json, log.txt,
+ncu_tuned.csv, ncu_vendor.csv.  From the repository root on the GPU machine:
+
+    python3 benchmarks/confirm_h200.py --out $OUT --jobs 16 --deadline-s 510
+
+``--plan-only`` (any machine) writes the batches and the dry-run plans and prints the build counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import cuda_kinds_common as kinds  # noqa: E402
+
+GEMM_SHAPES = [  # name, M, N, K  (A[M,K] @ B[K,N], bf16)
+    ("m8192_n3584_k18944", 8192, 3584, 18944),
+    ("m2048_n7168_k18432", 2048, 7168, 18432),
+    ("m32_n12288_k4096", 32, 12288, 4096),
+    ("m1000_n2000_k3000", 1000, 2000, 3000),
+    ("llama3_8b_qkv_m8192", 8192, 6144, 4096),  # examples/tune_llama3_gemm_sm90.yaml qkv_proj
+    ("llama3_8b_decode_gate_up_m64", 64, 28672, 4096),  # ... decode_gate_up
+]
+# configs per workload, the library default included; each workload's search is one round, so the
+# parallel build step can build every program up front.  Sized to fit one 10-minute device call.
+GEMM_BUDGET = 4
+KIND_BUDGET = {"fa_prefill": 2, "fa_decode": 2, "moe_gemm": 3, "grouped_gemm": 3}
+KIND_ORDER = ("fa_prefill", "fa_decode", "moe_gemm", "grouped_gemm")  # most decisive claims first
+NCU_WORKLOAD = "m2048_n7168_k18432"
+
+
+def batches(work: Path) -> dict[str, Path]:
+    """One batch file per phase: the GEMM shapes, then each kind's workloads of cuda_kinds_common."""
+    import yaml
+
+    docs: dict[str, Any] = {
+        "gemm": {
+            "target": "sm90",
+            "defaults": {"kernel": "gemm", "dtype": "bf16", "layout": "rr", "proposer": "model",
+                         "budget_configs": GEMM_BUDGET},
+            "workloads": [{"name": n, "dims": {"M": m, "N": nn, "K": k}} for n, m, nn, k in GEMM_SHAPES],
+        }
+    }  # fmt: skip
+    table = {"fa_prefill": kinds.FA_PREFILL_WORKLOADS, "fa_decode": kinds.FA_DECODE_WORKLOADS,
+             "grouped_gemm": kinds.GROUPED_WORKLOADS, "moe_gemm": kinds.MOE_WORKLOADS}  # fmt: skip
+    for kind in KIND_ORDER:
+        docs[kind] = {
+            "target": "sm90",
+            "defaults": {
+                "kernel": kind,
+                "dtype": "bf16",
+                "proposer": "model",
+                "budget_configs": KIND_BUDGET[kind],
+            },
+            "workloads": [{"name": name, "dims": dims} for name, dims in table[kind].items()],
+        }
+    out = {}
+    for name, doc in docs.items():
+        out[name] = work / f"{name}.yaml"
+        out[name].write_text(yaml.safe_dump(doc, sort_keys=False))
+    return out
+
+
+def kp(args: list[str], log: Path, timeout_s: float) -> tuple[int, float]:
+    """One kernelpilot call in its own process group: a timeout stops it and every compiler it started."""
+    from kernelpilot.proc import communicate_or_kill
+
+    t0 = time.time()
+    with log.open("a") as fh:
+        fh.write(f"\n$ kernelpilot {' '.join(args)}\n")
+        fh.flush()
+        proc = subprocess.Popen([sys.executable, "-m", "kernelpilot", *args], stdout=fh,
+                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        _, _, timed_out = communicate_or_kill(proc, timeout_s)
+    return (124 if timed_out else proc.returncode), time.time() - t0
+
+
+def plan(files: dict[str, Path], work: Path) -> dict[str, Any]:
+    """Dry-run plans, in this process (the exact programs each tune call will build)."""
+    from kernelpilot.tile_tuner.api import run_batch
+    from kernelpilot.tile_tuner.batch import load_batch
+    from kernelpilot.tile_tuner.engine import TuneOptions
+
+    plans = {}
+    for name, batch in files.items():
+        target, workloads, _ = load_batch(batch)
+        pdir = work / f"plan_{name}"
+        pdir.mkdir(parents=True, exist_ok=True)
+        opts = TuneOptions(out_dir=pdir, store_path=pdir / "unused.sqlite", cache_dir=work / "cache")
+        plans[name] = run_batch(target, workloads, opts, dry_run=True)
+    return plans
+
+
+def prebuild(plans: dict[str, Any], cache: Path, work: Path, jobs: int) -> dict[str, Any]:
+    """Every planned program in one parallel step: one builder thread per recipe, jobs split by load
+    (FMHA programs count double: they compile about twice as long as a GEMM)."""
+    from kernelpilot.tile_tuner.api import get_tile_kernel
+    from kernelpilot.tile_tuner.builder import BuildCache, BuildItem, build_batch
+
+    per_recipe: dict[str, tuple[Any, Any, dict[str, BuildItem]]] = {}
+    for doc in plans.values():
+        for w in (doc or {}).get("workloads", []):
+            kernel = get_tile_kernel(w["kernel"], "sm90")
+            family = (
+                "fmha" if w["kernel"].startswith("fa_") else ("gemm" if w["kernel"] == "gemm" else "grouped")
+            )
+            if family not in per_recipe:
+                per_recipe[family] = (kernel, kernel.build_recipe("sm90", {}), {})
+            _, recipe, items = per_recipe[family]
+            problem = kernel.validate_problem(w["dims"], w["dtype"], w["name"])
+            for entry in w["planned"]:
+                prog = kernel.render(entry["config"], problem, "sm90")
+                item = BuildItem.create(prog, recipe, kernel.template_version, entry["label"])
+                items.setdefault(item.cache_key, item)
+    weight = {f: len(v[2]) * (2 if f == "fmha" else 1) for f, v in per_recipe.items()}
+    total = sum(weight.values()) or 1
+    cache_obj = BuildCache(cache)
+    result: dict[str, Any] = {}
+
+    def build(family: str) -> None:
+        _, recipe, items = per_recipe[family]
+        n = max(1, round(jobs * weight[family] / total))
+        t0 = time.time()
+        outcomes = build_batch(list(items.values()), recipe, cache_obj, work / f"build_{family}", jobs=n)
+        statuses = [o.status for o in outcomes.values()]
+        result[family] = {"programs": len(items), "jobs": n, "wall_s": round(time.time() - t0, 1),
+                          "status": {s: statuses.count(s) for s in set(statuses)}}  # fmt: skip
+
+    threads = [threading.Thread(target=build, args=(f,)) for f in per_recipe]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return result
+
+
+def table(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per workload: search-time and confirmed winner, vendor path and ratio, spread, verdict."""
+    rows = []
+    for w in run.get("workloads", []):
+        conf = w.get("confirmation") or {}
+        vendor = w.get("vendor") or {}
+        best, sb = w.get("best") or {}, w.get("search_best") or {}
+        vendor_search = None
+        if sb.get("time_ms") and vendor.get("confirmed_ms"):
+            vendor_search = vendor["confirmed_ms"] / sb["time_ms"]
+        rows.append({
+            "workload": w["name"], "kernel": w["kernel"],
+            "search_best": sb.get("label"), "search_ms": sb.get("time_ms"),
+            "confirmed_best": best.get("label"), "confirmed_ms": best.get("time_ms"),
+            "confirmed": best.get("confirmed"), "winner_changed": conf.get("winner_changed"),
+            "spread": best.get("spread"), "unstable": conf.get("unstable"),
+            "vendor": vendor.get("backend") or vendor.get("name"), "vendor_ms": vendor.get("confirmed_ms"),
+            "vendor_status": vendor.get("status"), "vendor_reason": vendor.get("reason"),
+            "vs_vendor": w.get("vs_vendor"), "vs_vendor_search_time": vendor_search,
+            "vendor_candidates": {k: (v.get("time_ms") or {}).get("median") or v.get("skipped") or v.get("error")
+                                  for k, v in (vendor.get("candidates") or {}).items()},
+            "confirm_s": (w.get("time_s") or {}).get("confirm"), "verdict": w.get("verdict"),
+        })  # fmt: skip
+    return rows
+
+
+def ncu_durations(
+    argv: list[str], kernel_filter: list[str], csv_out: Path, timeout_s: float
+) -> dict[str, Any]:
+    """Median gpu__time_duration of the profiled kernels (ns -> ms) from ncu's CSV."""
+    import csv
+    import io
+
+    cmd = [
+        "ncu",
+        "--clock-control",
+        "none",
+        "--metrics",
+        "gpu__time_duration.sum",
+        "--csv",
+        *kernel_filter,
+        *argv,
+    ]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"{type(exc).__name__}: {exc}", "command": cmd}
+    csv_out.write_text(p.stdout + "\n# stderr\n" + p.stderr[-4000:])
+    scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}
+    times, names = [], set()
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith('"')]
+    for row in csv.DictReader(io.StringIO("\n".join(lines))):
+        if row.get("Metric Name") == "gpu__time_duration.sum":
+            times.append(
+                float(row["Metric Value"].replace(",", "")) * scale.get(row.get("Metric Unit", ""), 1e-6)
+            )
+            names.add(row.get("Kernel Name", "")[:120])
+    if not times:
+        return {"error": f"no kernel durations (rc {p.returncode}): {p.stderr[-600:]}", "command": cmd}
+    return {"median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times),
+            "kernels": len(times), "kernel_names": sorted(names), "command": cmd}  # fmt: skip
+
+
+VENDOR_NCU_SCRIPT = r"""
+import sys, torch
+m, n, k = (int(x) for x in sys.argv[1:4])
+a = [torch.rand(m, k, device="cuda", dtype=torch.bfloat16) * 2 - 1 for _ in range(4)]
+b = [torch.rand(k, n, device="cuda", dtype=torch.bfloat16) * 2 - 1 for _ in range(4)]
+c = [torch.empty(m, n, device="cuda", dtype=torch.bfloat16) for _ in range(4)]
+for i in range(10):
+    torch.matmul(a[i % 4], b[i % 4], out=c[i % 4])
+torch.cuda.synchronize()
+torch.cuda.nvtx.range_push("kp_timed")
+for i in range(20):
+    torch.matmul(a[i % 4], b[i % 4], out=c[i % 4])
+torch.cuda.nvtx.range_pop()
+torch.cuda.synchronize()
+"""
+
+
+def ncu_check(run: dict[str, Any], cache: Path, out: Path, work: Path) -> dict[str, Any]:
+    """ncu kernel durations of one confirmed GEMM winner and of torch.matmul on its shape."""
+    from kernelpilot.dsl_plugins.cuda.gemm import CutlassSm90Gemm
+    from kernelpilot.tile_tuner.builder import BuildCache, BuildItem
+
+    if shutil.which("ncu") is None:
+        return {"error": "ncu not on PATH"}
+    w = next((w for w in run["workloads"] if w["name"] == NCU_WORKLOAD), None) or run["workloads"][0]
+    best = w.get("best") or {}
+    if not best.get("config"):
+        return {"error": f"{w['name']}: no winner"}
+    kernel = CutlassSm90Gemm()
+    problem = {**w["dims"], "dtype": w["dtype"]}
+    recipe = kernel.build_recipe("sm90", {})
+    item = BuildItem.create(
+        kernel.render(best["config"], problem, "sm90"), recipe, kernel.template_version, ""
+    )
+    binary = BuildCache(cache).binary(item.cache_key)
+    if binary is None:
+        return {"error": f"{w['name']}: winner binary not in the cache"}
+    variant = kernel.variant_from_runtime(best.get("runtime") or {}) or {}
+    argv, _ = kernel.run_command(binary, problem, {"variants": [variant], "target_ms": 2, "reps": 1})
+    tuned = ncu_durations(argv, ["-k", "regex:device_kernel", "--launch-skip", "5", "--launch-count", "15"],
+                          out / "ncu_tuned.csv", 240)  # fmt: skip
+    script = work / "ncu_vendor.py"
+    script.write_text(VENDOR_NCU_SCRIPT)
+    vendor = ncu_durations(
+        [sys.executable, str(script), str(problem["M"]), str(problem["N"]), str(problem["K"])],
+        ["--nvtx", "--nvtx-include", "kp_timed/", "--launch-count", "15"],
+        out / "ncu_vendor.csv",
+        240,
+    )
+    ratio = None
+    if tuned.get("median_ms") and vendor.get("median_ms"):
+        ratio = vendor["median_ms"] / tuned["median_ms"]
+    run_ratio = w.get("vs_vendor")
+    return {
+        "workload": w["name"], "config": best["label"], "runtime_variant": variant,
+        "tuned": tuned, "vendor": vendor, "ncu_vs_vendor": ratio, "run_vs_vendor": run_ratio,
+        "difference": (ratio / run_ratio - 1.0) if (ratio and run_ratio) else None,
+        "agrees_within_3pct": (abs(ratio / run_ratio - 1.0) <= 0.03) if (ratio and run_ratio) else None,
+    }  # fmt: skip
+
+
+def confirmation_cost(summary: dict[str, Any]) -> dict[str, Any]:
+    """Extra wall time of confirmation, from the run documents' own clocks (``confirm.wall_s`` is the
+    time spent in confirmation after the searches; ``wall_s`` the whole tune call).  A cold run pays
+    the builds too: the build step's wall time is added to the searches for the share."""
+    tuned = {k: v for k, v in summary["phases"].items() if isinstance(v, dict) and "confirm_s" in v}
+    confirm_s = sum(v["confirm_s"] for v in tuned.values())
+    search_s = sum(v["search_s"] for v in tuned.values())
+    build_s = (summary["phases"].get("build") or {}).get("wall_s") or 0.0
+    workloads = sum(len(v.get("table", [])) for v in tuned.values())
+    return {
+        "confirm_s": round(confirm_s, 1), "search_s": round(search_s, 1), "build_s": build_s,
+        "workloads": workloads, "confirm_s_per_workload": round(confirm_s / workloads, 2) if workloads else None,
+        "share_of_cold_run": round(confirm_s / (confirm_s + search_s + build_s), 4) if tuned else None,
+        "per_phase": {k: {"confirm_s": v["confirm_s"], "search_s": v["search_s"]} for k, v in tuned.items()},
+    }  # fmt: skip
+
+
+def versions() -> dict[str, Any]:
+    def sh(cmd: list[str]) -> str:
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+
+    out: dict[str, Any] = {"python": platform.python_version(), "cores": os.cpu_count()}
+    out["nvcc"] = (sh(["nvcc", "--version"]).splitlines() or [""])[-1]
+    out["gpu"] = sh(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader"])
+    out["ncu"] = (sh(["ncu", "--version"]).splitlines() or [""])[-1]
+    try:
+        import torch
+
+        out["torch"] = torch.__version__
+        out["torch_cuda"] = torch.version.cuda
+        out["cudnn"] = torch.backends.cudnn.version()
+    except Exception as exc:  # noqa: BLE001
+        out["torch"] = f"unavailable: {exc}"
+    try:
+        from kernelpilot.toolchain import find_headers
+
+        tree = find_headers("cutlass")
+        out["cutlass"] = tree.version if tree else None
+    except Exception as exc:  # noqa: BLE001
+        out["cutlass"] = f"unavailable: {exc}"
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--work", default="/tmp/kp_confirm")
+    ap.add_argument("--jobs", type=int, default=16)
+    ap.add_argument("--deadline-s", type=float, default=510.0, help="seconds from start by which all ends")
+    ap.add_argument("--phases", default="plan,build,gemm,ncu,fa_prefill,fa_decode,moe_gemm,grouped_gemm")
+    ap.add_argument("--plan-only", action="store_true", help="write batches and dry-run plans, then stop")
+    args = ap.parse_args()
+    t_start = time.time()
+    out, work = Path(args.out), Path(args.work)
+    out.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
+    log, cache = out / "log.txt", work / "cache"
+    phases = ["plan"] if args.plan_only else args.phases.split(",")
+    summary: dict[str, Any] = {
+        "what": "confirmed tuning winners and vendor baselines on the H200 (kernelpilot tune, confirmation on)",
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "command": " ".join([sys.executable, *sys.argv]),
+        "versions": versions(),
+        "phases": {},
+        "skipped": [],
+    }
+
+    def save() -> None:
+        summary["wall_s"] = round(time.time() - t_start, 1)
+        (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+
+    def left() -> float:
+        return args.deadline_s - (time.time() - t_start)
+
+    files = {k: v for k, v in batches(work).items() if k in phases or args.plan_only}
+    summary["batches"] = {k: v.read_text() for k, v in files.items()}
+    plans: dict[str, Any] = {}
+    if "plan" in phases:
+        plans = plan(files, work)
+        summary["phases"]["plan"] = {
+            name: {"programs": sum(p["programs"] for p in doc["projects"]) if doc else None}
+            for name, doc in plans.items()
+        }
+        save()
+        print(json.dumps(summary["phases"]["plan"]))
+    if args.plan_only:
+        return 0
+    if "build" in phases and plans:
+        t0 = time.time()
+        summary["phases"]["build"] = {"families": prebuild(plans, cache, work, args.jobs),
+                                      "wall_s": round(time.time() - t0, 1)}  # fmt: skip
+        save()
+    common = ["--jobs", str(args.jobs), "--cache-dir", str(cache), "--no-plots", "--json",
+              "--finalists", "3", "--confirm-rounds", "3"]  # fmt: skip
+    runs: dict[str, Any] = {}
+    order = [p for p in ("gemm", "ncu", *KIND_ORDER) if p in phases]
+    for name in order:
+        if name == "ncu":
+            if "gemm" not in runs:
+                summary["skipped"].append("ncu: no GEMM run")
+            elif left() < 60:
+                summary["skipped"].append(f"ncu: {left():.0f} s left")
+            else:
+                t0 = time.time()
+                summary["phases"]["ncu"] = {**ncu_check(runs["gemm"], cache, out, work),
+                                            "wall_s": round(time.time() - t0, 1)}  # fmt: skip
+            save()
+            continue
+        need = 90.0 if name == "gemm" else 60.0
+        if left() < need:
+            summary["skipped"].append(f"{name}: {left():.0f} s left, needs about {need:.0f} s")
+            save()
+            continue
+        targs = ["tune", str(files[name]), "--batch-size", "8", "--store", str(work / f"{name}.sqlite"),
+                 "--out", str(work / name), *common]  # fmt: skip
+        rc, wall = kp(targs, log, max(45.0, left() - 15.0))
+        run_json = work / name / "run.json"
+        entry: dict[str, Any] = {
+            "rc": rc,
+            "wall_s": round(wall, 1),
+            "command": "kernelpilot " + " ".join(targs),
+        }
+        if run_json.exists():
+            run = json.loads(run_json.read_text())
+            runs[name] = run
+            confirm_s = run.get("confirm", {}).get("wall_s") or 0.0
+            entry.update(table=table(run), confirm_s=confirm_s, search_s=round(run["wall_s"] - confirm_s, 1))
+        summary["phases"][name] = entry
+        if "gemm" in runs:
+            (out / "run_gemm.json").write_text(json.dumps(runs["gemm"], indent=1, default=str))
+        kind_runs = {k: v for k, v in runs.items() if k != "gemm"}
+        if kind_runs:
+            (out / "run_kinds.json").write_text(json.dumps(kind_runs, indent=1, default=str))
+        save()
+    summary["confirmation_cost"] = confirmation_cost(summary)
+    save()
+    print(json.dumps({k: {kk: vv for kk, vv in v.items() if kk != "table"} if isinstance(v, dict) else v
+                      for k, v in summary["phases"].items()}, indent=1, default=str))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
