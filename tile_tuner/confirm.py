@@ -26,6 +26,7 @@ from typing import Any
 
 from kernelpilot.errors import InputError
 from kernelpilot.tile_tuner.baseline import MeasureResult, VendorPlan
+from kernelpilot.tile_tuner.kernel_api import implausible
 
 UNSTABLE_SPREAD = 0.03
 
@@ -83,6 +84,9 @@ def run_rounds(contenders: list[Contender], rounds: int) -> list[dict[str, Any]]
                 continue
             status, reason, raw, seconds = c.run()
             c.run_s += seconds
+            bad = implausible(raw or {}) if status == "ok" else None
+            if bad is not None:  # a zero/NaN time or failed verification never confirms anything
+                status, reason = bad
             ms = None
             if status == "ok" and raw and raw.get("time_ms"):
                 ms = float(raw["time_ms"]["median"])

@@ -138,6 +138,7 @@ def apply(
             "tflops": tflops,
             "pct_of_peak": (100.0 * tflops / peak) if peak else None,
             "confirmed": True,
+            "confirmed_ms": ms,
             "search_ms": winner.get("search_ms"),
             "spread": winner.get("spread"),
             "unstable": winner.get("unstable"),

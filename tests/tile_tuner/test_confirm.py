@@ -82,6 +82,10 @@ def test_confirmed_winner_differs_from_lucky_search_best_and_rounds_interleave(t
     assert not conf["unstable"] and lucky["spread"] == 0.0
     notes = confirmation_notes({"workloads": [summary]})
     assert any("changed the winner" in n and "64x64_a" in n for n in notes)
+    # `kernelpilot export` reads the confirmed time, the vendor time and the ratio from this document
+    from kernelpilot.export.runs import _confirmed
+
+    assert _confirmed(summary, summary["best"]) == pytest.approx((1.0, 2.0, 2.0))
 
 
 @needs_cxx
@@ -146,12 +150,14 @@ def test_spread_above_3_percent_is_unstable_and_a_failing_finalist_drops_out():
     a = Contender(label="a", role="finalist", run=_fixed([1.0, 1.05, 1.0]), search_ms=0.9)
     b = Contender(label="b", role="finalist", run=_fixed([1.02, 1.02, 1.021]), search_ms=0.95)
     c = Contender(label="c", role="finalist", run=_fixed([0.5, None]), search_ms=0.5)
-    conf = confirm([a, b, c], None, None, ConfirmOptions(rounds=3))
+    d = Contender(label="d", role="finalist", run=_fixed([0.0]), search_ms=0.4)  # a zero time is no result
+    conf = confirm([a, b, c, d], None, None, ConfirmOptions(rounds=3))
     rows = {r["label"]: r for r in conf["finalists"]}
     assert rows["a"]["unstable"] and rows["a"]["spread"] == pytest.approx(0.05)
     assert not rows["b"]["unstable"] and rows["b"]["confirmed_ms"] == pytest.approx(1.02)
     assert rows["c"]["status"] == "wrong_result" and rows["c"]["confirmed_ms"] is None
     assert rows["c"]["rounds_ms"] == [0.5, None]  # not run again after its failure
+    assert rows["d"]["status"] == "invalid_timing" and rows["d"]["rounds_ms"] == [None]
     assert conf["winner"]["label"] == "a" and conf["unstable"] == ["a"]
 
 
