@@ -144,6 +144,7 @@ def apply(
             "unstable": winner.get("unstable"),
         }
         default = next((r for r in conf["finalists"] if r["role"] == "default"), None)
+        summary["speedup_vs_default_basis"] = "search"  # both sides search-time numbers
         if default is not None and default.get("confirmed_ms"):
             summary["speedup_vs_default"] = default["confirmed_ms"] / ms
             summary["speedup_vs_default_basis"] = "confirmed"
