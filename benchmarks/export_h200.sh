@@ -13,6 +13,7 @@ NAME=${NAME:-kp_h200}
 RUN=${RUN:-benchmarks/results/gemm_h200_final_run.json}
 mkdir -p "$OUT"
 [ -f "$EXPORT/dispatch.json" ] || { echo "no exported folder at $EXPORT (see the header of this script)"; exit 2; }
+EXPORT=$(cd "$EXPORT" && pwd)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv > "$OUT/nvidia-smi.txt" 2>&1
 cp "$EXPORT/dispatch.json" "$OUT/dispatch.json"
 export MAX_JOBS=${MAX_JOBS:-$(nproc)}
