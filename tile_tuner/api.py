@@ -154,7 +154,11 @@ def run_batch(
         for g, engine, states in engines:
             engine.run(g.workloads, states)
             t_confirm = time.time()
-            confirmations = [confirm_state(engine, s, options.confirm) for s in states]
+            confirmations = []
+            for s in states:
+                if on_event is not None:
+                    on_event("confirm", {"workload": s.workload.name})
+                confirmations.append(confirm_state(engine, s, options.confirm))
             confirm_s += time.time() - t_confirm
             backend_info = {
                 "backend": engine.backend.name,

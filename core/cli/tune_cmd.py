@@ -300,8 +300,9 @@ class _Progress:
                 self.counts["failed"] += 1
         if self._p is not None:
             c = self.counts
+            what = f" | confirming {data['workload']}" if kind == "confirm" else ""
             self._p.update(
                 self._task,
                 completed=c["measured"],
-                description=f"rounds {c['rounds']} | measured {c['measured']} | failed {c['failed']}",
+                description=f"rounds {c['rounds']} | measured {c['measured']} | failed {c['failed']}{what}",
             )
