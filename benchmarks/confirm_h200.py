@@ -122,14 +122,17 @@ def plan(files: dict[str, Path], work: Path) -> dict[str, Any]:
     return plans
 
 
-def prebuild(plans: dict[str, Any], cache: Path, work: Path, jobs: int) -> dict[str, Any]:
-    """Every planned program in one parallel step: one builder thread per recipe, jobs split by load
-    (FMHA programs count double: they compile about twice as long as a GEMM)."""
+def prebuild(
+    plans: dict[str, Any], files: dict[str, Path], cache: Path, work: Path, jobs: int, mem_gb: float = 100.0
+) -> dict[str, Any]:
+    """Every planned program in one parallel step: one builder thread per recipe (GEMM, FMHA, grouped)."""
     from kernelpilot.tile_tuner.api import get_tile_kernel
+    from kernelpilot.tile_tuner.batch import load_batch
     from kernelpilot.tile_tuner.builder import BuildCache, BuildItem, build_batch
 
     per_recipe: dict[str, tuple[Any, Any, dict[str, BuildItem]]] = {}
-    for doc in plans.values():
+    for name, doc in plans.items():
+        raw_dims = {w.name: w.dims for w in load_batch(files[name])[1]}  # the plan holds normalized dims
         for w in (doc or {}).get("workloads", []):
             kernel = get_tile_kernel(w["kernel"], "sm90")
             family = (
@@ -138,19 +141,22 @@ def prebuild(plans: dict[str, Any], cache: Path, work: Path, jobs: int) -> dict[
             if family not in per_recipe:
                 per_recipe[family] = (kernel, kernel.build_recipe("sm90", {}), {})
             _, recipe, items = per_recipe[family]
-            problem = kernel.validate_problem(w["dims"], w["dtype"], w["name"])
+            problem = kernel.validate_problem(raw_dims[w["name"]], w["dtype"], w["name"])
             for entry in w["planned"]:
                 prog = kernel.render(entry["config"], problem, "sm90")
                 item = BuildItem.create(prog, recipe, kernel.template_version, entry["label"])
                 items.setdefault(item.cache_key, item)
-    weight = {f: len(v[2]) * (2 if f == "fmha" else 1) for f, v in per_recipe.items()}
-    total = sum(weight.values()) or 1
+    # every program compiles at once (up to about 2x the cores: each nvcc is one thread, and a wave
+    # boundary per recipe would leave cores idle), fewer where the compilers' memory would not fit
+    want = {f: len(v[2]) for f, v in per_recipe.items()}
+    mem = sum(n * per_recipe[f][1].memory_gb_per_job for f, n in want.items())
+    scale = min(1.0, 2.0 * jobs / max(1, sum(want.values())), mem_gb / mem if mem else 1.0)
     cache_obj = BuildCache(cache)
     result: dict[str, Any] = {}
 
     def build(family: str) -> None:
         _, recipe, items = per_recipe[family]
-        n = max(1, round(jobs * weight[family] / total))
+        n = max(1, int(want[family] * scale))
         t0 = time.time()
         outcomes = build_batch(list(items.values()), recipe, cache_obj, work / f"build_{family}", jobs=n)
         statuses = [o.status for o in outcomes.values()]
@@ -387,7 +393,7 @@ def main() -> int:
         return 0
     if "build" in phases and plans:
         t0 = time.time()
-        summary["phases"]["build"] = {"families": prebuild(plans, cache, work, args.jobs),
+        summary["phases"]["build"] = {"families": prebuild(plans, files, cache, work, args.jobs),
                                       "wall_s": round(time.time() - t0, 1)}  # fmt: skip
         save()
     common = ["--jobs", str(args.jobs), "--cache-dir", str(cache), "--no-plots", "--json",
