@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelpilot.errors import InputError
+from kernelpilot.tile_tuner.baseline import VendorPool
 from kernelpilot.tile_tuner.confirm_run import apply as apply_confirmation
 from kernelpilot.tile_tuner.confirm_run import confirm_state
 from kernelpilot.tile_tuner.engine import TuneEngine, TuneOptions, Workload, summarize_state
@@ -155,10 +156,14 @@ def run_batch(
             engine.run(g.workloads, states)
             t_confirm = time.time()
             confirmations = []
-            for s in states:
-                if on_event is not None:
-                    on_event("confirm", {"workload": s.workload.name})
-                confirmations.append(confirm_state(engine, s, options.confirm))
+            vendors = VendorPool(options.run_timeout_s)  # one serving baseline worker for the group
+            try:
+                for s in states:
+                    if on_event is not None:
+                        on_event("confirm", {"workload": s.workload.name})
+                    confirmations.append(confirm_state(engine, s, options.confirm, vendors))
+            finally:
+                vendors.close()
             confirm_s += time.time() - t_confirm
             backend_info = {
                 "backend": engine.backend.name,

@@ -39,9 +39,11 @@ class VendorPlan:
     argv: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     reason: str = ""  # non-empty: no baseline can run (argv is then empty)
-    # True: the worker also takes ``--serve`` (one request line "run" on stdin -> one result line),
-    # so one process serves every round of a workload and torch starts once, not once per round
-    serve: bool = False
+    # optional server form: ``serve_argv`` starts a worker that answers one result line per request
+    # line on stdin; ``request`` is this plan's line.  Plans with the same serve_argv share the worker,
+    # so torch starts once per run instead of once per round (see VendorPool)
+    serve_argv: tuple[str, ...] = ()
+    request: str = ""
 
     @property
     def runnable(self) -> bool:
@@ -63,28 +65,30 @@ def plan_for(kernel: Any, problem: dict[str, Any], target: str, bench_args: dict
         return VendorPlan(name="none", reason=f"vendor baseline planner failed: {type(exc).__name__}: {exc}")
 
 
-class VendorSession:
-    """Runs the baseline once per call: a fresh process per call, or one ``--serve`` process for all
-    calls when the plan supports it (inputs are allocated and timed anew for every request; only the
-    interpreter start and the library load are shared).  ``close()`` ends the process."""
+class VendorServer:
+    """One long-lived baseline worker (``plan.serve_argv``): each :meth:`ask` sends one request line
+    and waits for one result line, so the interpreter and the libraries start once per run, not once
+    per round.  Inputs are allocated and timed anew for every request.  A request that outlives
+    ``timeout_s`` kills the worker (the next request starts a new one)."""
 
-    def __init__(self, plan: VendorPlan, timeout_s: float) -> None:
-        self.plan = plan
+    def __init__(self, argv: tuple[str, ...], env: dict[str, str], timeout_s: float) -> None:
+        self.argv = argv
+        self.env = env
         self.timeout_s = timeout_s
         self._proc: subprocess.Popen | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
+        self._err: list[str] = []
 
-    def __call__(self) -> MeasureResult:
-        if not self.plan.runnable or not self.plan.serve:
-            return run_plan(self.plan, self.timeout_s)
+    def ask(self, request: str) -> MeasureResult:
         t0 = time.time()
         try:
             if self._proc is None:
                 self._start()
             assert self._proc is not None and self._proc.stdin is not None
-            self._proc.stdin.write("run\n")
+            self._proc.stdin.write(request.strip() + "\n")
             self._proc.stdin.flush()
         except OSError as exc:
+            self._kill()
             return "crashed", f"baseline worker: {exc}: {self._stderr_tail()}", None, time.time() - t0
         try:
             line = self._lines.get(timeout=self.timeout_s)
@@ -94,7 +98,7 @@ class VendorSession:
         seconds = time.time() - t0
         if line is None:
             tail = self._stderr_tail()
-            self.close()
+            self._kill()
             return "crashed", f"baseline worker exited: {tail}", None, seconds
         try:
             raw = parse_result_line(line).model_dump()
@@ -102,12 +106,16 @@ class VendorSession:
             return "crashed", f"unparsable baseline line: {exc}", None, seconds
         return raw["status"], raw.get("message", ""), raw, seconds
 
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
     def _start(self) -> None:
         self._proc = subprocess.Popen(
-            [*self.plan.argv, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, env={**os.environ, **self.plan.env}, start_new_session=True,
+            list(self.argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, env={**os.environ, **self.env}, start_new_session=True,
         )  # fmt: skip
-        self._err: list[str] = []
+        self._err = []
         self._lines = queue.Queue()  # per process: a killed one's end-of-output must not reach the next
         threading.Thread(target=self._pump, args=(self._proc.stdout, self._lines), daemon=True).start()
         threading.Thread(target=self._pump, args=(self._proc.stderr, None), daemon=True).start()
@@ -123,7 +131,7 @@ class VendorSession:
             lines.put(None)
 
     def _stderr_tail(self) -> str:
-        return "".join(getattr(self, "_err", []))[-400:].strip()
+        return "".join(self._err)[-400:].strip()
 
     def _kill(self) -> None:
         proc, self._proc = self._proc, None
@@ -134,10 +142,11 @@ class VendorSession:
                 proc.wait(timeout=5)
 
     def close(self) -> None:
+        """Ask the worker to quit; kill its process group if it does not within 10 s."""
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):
             assert proc.stdin is not None
             proc.stdin.write("quit\n")
             proc.stdin.close()
@@ -148,6 +157,28 @@ class VendorSession:
                 os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
+
+
+class VendorPool:
+    """Measures plans: through one shared :class:`VendorServer` per ``serve_argv`` (every workload of a
+    run asks the same worker), else with a fresh process per call.  ``close()`` ends the servers."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self.servers: dict[tuple[Any, ...], VendorServer] = {}
+
+    def measure(self, plan: VendorPlan) -> MeasureResult:
+        if not plan.runnable or not plan.serve_argv:
+            return run_plan(plan, self.timeout_s)
+        key = (plan.serve_argv, tuple(sorted(plan.env.items())))
+        if key not in self.servers:
+            self.servers[key] = VendorServer(plan.serve_argv, plan.env, self.timeout_s)
+        return self.servers[key].ask(plan.request)
+
+    def close(self) -> None:
+        for server in self.servers.values():
+            server.close()
+        self.servers.clear()
 
 
 def run_plan(plan: VendorPlan, timeout_s: float) -> MeasureResult:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kernelpilot.tile_tuner.baseline import VendorPlan, VendorSession, plan_for
+from kernelpilot.tile_tuner.baseline import VendorPlan, VendorPool, plan_for
 from kernelpilot.tile_tuner.builder import BuildItem
 from kernelpilot.tile_tuner.confirm import ConfirmOptions, Contender, confirm, not_possible, verdict
 from kernelpilot.tile_tuner.runner import run_program
@@ -68,8 +68,13 @@ def _failed(status: str, reason: str):
     return lambda: (status, reason, None, 0.0)
 
 
-def confirm_state(engine: Any, state: Any, options: ConfirmOptions) -> dict[str, Any]:
-    """Confirmation record of one finished workload (see :func:`kernelpilot.tile_tuner.confirm.confirm`)."""
+def confirm_state(
+    engine: Any, state: Any, options: ConfirmOptions, pool: VendorPool | None = None
+) -> dict[str, Any]:
+    """Confirmation record of one finished workload (see :func:`kernelpilot.tile_tuner.confirm.confirm`).
+
+    ``pool``: the run's vendor workers (shared by every workload, so a serving worker starts once);
+    without one, a pool for this workload alone is made and closed."""
     t0 = time.time()
     opts = engine.options
     if opts.replay:
@@ -104,11 +109,13 @@ def confirm_state(engine: Any, state: Any, options: ConfirmOptions) -> dict[str,
         plan = plan_for(kernel, problem, engine.target, opts.bench_args)
     else:
         plan = VendorPlan(name="none", reason="--no-baseline")
-    session = VendorSession(plan, opts.run_timeout_s)
+    own = pool is None
+    vendors = VendorPool(opts.run_timeout_s) if pool is None else pool
     try:
-        doc = confirm(contenders, plan, session, options)
+        doc = confirm(contenders, plan, lambda: vendors.measure(plan), options)
     finally:
-        session.close()
+        if own:
+            vendors.close()
     doc["wall_s"] = round(time.time() - t0, 3)
     return doc
 

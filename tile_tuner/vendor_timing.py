@@ -205,17 +205,18 @@ def result_line(kind: str, problem: dict[str, Any], candidates: dict[str, dict[s
             "time_ms": candidates[best]["time_ms"]}  # fmt: skip
 
 
-def serve_or_once(serve: bool, make_line: Callable[[], dict[str, Any]]) -> int:
-    """Once: print one result line and exit with its code.  ``serve``: one line per request read
-    from stdin ("run"; "quit" or end of input stops), each computed anew (fresh inputs and timing)."""
-    if not serve:
-        return emit(make_line())
+def serve(handle: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
+    """Answer one result line per JSON request line on stdin until "quit" or end of input; each request
+    is measured anew (fresh inputs and timing).  A failing request is a cannot_run line, not the end."""
     for request in sys.stdin:
-        if request.strip() == "quit":
+        text = request.strip()
+        if text == "quit":
             break
+        if not text:
+            continue
         try:
-            line = make_line()
-        except Exception as exc:  # noqa: BLE001 - one failed request is a result, not the end
+            line = handle(json.loads(text))
+        except Exception as exc:  # noqa: BLE001 - reported in the line, the worker keeps serving
             line = {"status": "cannot_run", "kernel": "vendor", "message": f"{type(exc).__name__}: {exc}"}
         emit(line)
     return EXIT_OK

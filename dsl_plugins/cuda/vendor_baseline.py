@@ -27,10 +27,13 @@ def vendor_plan(kind: str, problem: dict[str, Any], bench_args: dict[str, Any]) 
         name = "cuBLASLt (torch._scaled_mm)"
     if importlib.util.find_spec("torch") is None:
         return VendorPlan(name=name, reason="torch is not installed: no vendor baseline (pip install torch)")
-    argv = [sys.executable, "-m", "kernelpilot.dsl_plugins.cuda.vendor_worker", "--kind", kind,
-            "--problem", json.dumps(problem, sort_keys=True)]  # fmt: skip
+    worker = (sys.executable, "-m", "kernelpilot.dsl_plugins.cuda.vendor_worker")
+    argv = [*worker, "--kind", kind, "--problem", json.dumps(problem, sort_keys=True)]
     if bench_args.get("target_ms"):
         argv.append(f"--target-ms={bench_args['target_ms']}")
     if bench_args.get("reps"):
         argv.append(f"--reps={bench_args['reps']}")
-    return VendorPlan(name=name, argv=tuple(argv), serve=True)
+    request = {"kind": kind, "problem": problem, "target_ms": bench_args.get("target_ms"),
+               "reps": bench_args.get("reps")}  # fmt: skip
+    return VendorPlan(name=name, argv=tuple(argv), serve_argv=(*worker, "--serve"),
+                      request=json.dumps(request, sort_keys=True))  # fmt: skip

@@ -27,7 +27,7 @@ import json
 import sys
 
 from kernelpilot.tile_tuner.torch_baselines import attention, gemm, grouped
-from kernelpilot.tile_tuner.vendor_timing import Rule, result_line, serve_or_once, unavailable
+from kernelpilot.tile_tuner.vendor_timing import Rule, emit, result_line, serve, unavailable
 
 KINDS = {"gemm": gemm, "grouped_gemm": grouped, "moe_gemm": grouped, "fa_prefill": attention,
          "fa_decode": attention}  # fmt: skip
@@ -40,34 +40,44 @@ def rule_for(kind: str, target_ms: float | None, reps: int | None) -> Rule:
                    **({"reps": reps} if reps else {})})  # fmt: skip
 
 
+def measure(kind: str, problem: dict, device: str, target_ms: float | None, reps: int | None) -> dict:
+    """One result line: every path of ``kind`` on ``problem`` timed anew, or why none can run."""
+    try:
+        import torch
+    except ImportError:
+        return unavailable(kind, "torch is not installed: no vendor baseline (pip install torch)")
+    if device == "cuda" and not torch.cuda.is_available():
+        return unavailable(kind, f"torch {torch.__version__} sees no CUDA device "
+                           f"(torch.cuda.is_available() is False; CUDA build: {torch.version.cuda})")  # fmt: skip
+    if kind not in KINDS:
+        return unavailable(kind, f"unknown kind {kind!r}; allowed: {sorted(KINDS)}")
+    rule = rule_for(kind, target_ms, reps)
+    shown = {k: v for k, v in problem.items() if k not in ("groups", "tokens")}
+    line = result_line(kind, shown, KINDS[kind](problem, device, rule), rule, device)
+    if device == "cuda":
+        torch.cuda.empty_cache()  # the next request allocates its own inputs
+    return line
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kind", required=True, choices=sorted(KINDS))
-    ap.add_argument("--problem", required=True, help="the normalized problem as JSON")
+    ap.add_argument("--kind", choices=sorted(KINDS))
+    ap.add_argument("--problem", help="the normalized problem as JSON")
     ap.add_argument("--target-ms", type=float)
     ap.add_argument("--reps", type=int)
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
-    ap.add_argument("--serve", action="store_true", help="one result line per 'run' line on stdin")
+    ap.add_argument(
+        "--serve", action="store_true",
+        help='answer one line per request line {"kind", "problem", "target_ms", "reps"} on stdin',
+    )  # fmt: skip
     args = ap.parse_args(argv)
-    problem = json.loads(args.problem)
-    rule = rule_for(args.kind, args.target_ms, args.reps)
-    shown = {k: v for k, v in problem.items() if k not in ("groups", "tokens")}
-
-    def line() -> dict:
-        try:
-            import torch
-        except ImportError:
-            return unavailable(args.kind, "torch is not installed: no vendor baseline (pip install torch)")
-        if args.device == "cuda" and not torch.cuda.is_available():
-            return unavailable(args.kind, f"torch {torch.__version__} sees no CUDA device "
-                               f"(torch.cuda.is_available() is False; CUDA build: {torch.version.cuda})")  # fmt: skip
-        candidates = KINDS[args.kind](problem, args.device, rule)
-        out = result_line(args.kind, shown, candidates, rule, args.device)
-        if args.device == "cuda":
-            torch.cuda.empty_cache()  # the next request allocates its own inputs
-        return out
-
-    return serve_or_once(args.serve, line)
+    if args.serve:
+        return serve(
+            lambda r: measure(r["kind"], r["problem"], args.device, r.get("target_ms"), r.get("reps"))
+        )
+    if not args.kind or not args.problem:
+        ap.error("--kind and --problem are required without --serve")
+    return emit(measure(args.kind, json.loads(args.problem), args.device, args.target_ms, args.reps))
 
 
 if __name__ == "__main__":

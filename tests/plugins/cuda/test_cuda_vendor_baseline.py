@@ -120,33 +120,40 @@ def test_gemm_worker_on_the_gpu_replays_a_graph(capsys):
     assert line["versions"]["cuda"] == torch.version.cuda
 
 
-def test_serving_worker_answers_every_round_from_one_process():
-    """--serve: one process (torch imported once) answers each round with a fresh measurement."""
+def test_one_serving_worker_answers_every_request_of_a_run():
+    """--serve: one process (torch imported once) measures every workload's request anew."""
     import sys
 
-    from kernelpilot.tile_tuner.baseline import VendorPlan, VendorSession
+    from kernelpilot.tile_tuner.baseline import VendorPlan, VendorPool
 
-    problem = {"M": 32, "N": 32, "K": 32, "dtype": "bf16", "layout": "rr"}
-    argv = (sys.executable, "-m", "kernelpilot.dsl_plugins.cuda.vendor_worker", "--kind", "gemm", "--problem",
-            json.dumps(problem), "--device", "cpu", "--target-ms", "1", "--reps", "3")  # fmt: skip
-    session = VendorSession(VendorPlan(name="cpu matmul", argv=argv, serve=True), timeout_s=120)
-    first = session()
-    proc = session._proc
-    second = session()
-    assert first[0] == second[0] == "ok" and session._proc is proc and proc.poll() is None
-    assert first[2]["backend"] == second[2]["backend"] == "cpu:torch.matmul"
-    session.close()
-    assert proc.poll() == 0
+    worker = (sys.executable, "-m", "kernelpilot.dsl_plugins.cuda.vendor_worker", "--device", "cpu")
+    plans = [
+        VendorPlan(name="cpu", argv=("false",), serve_argv=(*worker, "--serve"), request=json.dumps(
+            {"kind": "gemm", "problem": {"M": m, "N": 32, "K": 32, "dtype": "bf16", "layout": "rr"},
+             "target_ms": 1, "reps": 3}))
+        for m in (16, 48)
+    ]  # fmt: skip
+    pool = VendorPool(timeout_s=120)
+    results = [pool.measure(plans[0]), pool.measure(plans[1]), pool.measure(plans[0])]
+    [server] = pool.servers.values()
+    pid, proc = server.pid, server._proc
+    assert [r[0] for r in results] == ["ok"] * 3 and pid is not None and proc.poll() is None
+    assert [r[2]["problem"]["M"] for r in results] == [16, 48, 16]
+    bad = VendorPlan(name="cpu", argv=("false",), serve_argv=(*worker, "--serve"), request='{"kind": "gemm"}')
+    status, reason, _, _ = pool.measure(bad)  # a bad request is answered, the worker keeps serving
+    assert status == "cannot_run" and "KeyError" in reason and server.pid == pid
+    pool.close()
+    assert proc.poll() == 0 and not pool.servers
 
 
 def test_serving_worker_that_hangs_is_killed_and_reported():
     import sys
 
-    from kernelpilot.tile_tuner.baseline import VendorPlan, VendorSession
+    from kernelpilot.tile_tuner.baseline import VendorServer
 
     hang = "import sys, time\nfor _ in sys.stdin:\n    time.sleep(60)\n"
-    session = VendorSession(VendorPlan(name="hangs", argv=(sys.executable, "-c", hang), serve=True), 2)
-    for _ in range(2):  # the second call starts a new process after the first was killed
-        status, reason, raw, seconds = session()
+    server = VendorServer((sys.executable, "-c", hang), {}, timeout_s=2)
+    for _ in range(2):  # the second request starts a new process after the first was killed
+        status, reason, raw, seconds = server.ask("{}")
         assert status == "timeout" and reason == "killed after 2 s" and raw is None and seconds < 10
-        assert session._proc is None
+        assert server.pid is None
