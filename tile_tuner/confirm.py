@@ -187,8 +187,8 @@ def confirm(
     }
 
 
-def not_possible(reason: str, plan: VendorPlan | None = None) -> dict[str, Any]:
+def not_possible(reason: str, vendor_reason: str) -> dict[str, Any]:
     """The confirmation record when nothing can be re-measured (replay, a remote cluster)."""
-    vendor = {"name": plan.name if plan else "none", "status": "not_run", "reason": reason}
+    vendor = {"name": "none", "status": "not_run", "reason": vendor_reason}
     return {"status": "not_possible", "reason": reason, "finalists": [], "winner": None,
             "winner_changed": False, "vendor": vendor, "calls": [], "unstable": []}  # fmt: skip

@@ -78,9 +78,9 @@ def confirm_state(
     t0 = time.time()
     opts = engine.options
     if opts.replay:
-        return {**not_possible(REPLAY_REASON), "wall_s": 0.0}
+        return {**not_possible(REPLAY_REASON, "not run under --replay (nothing is measured)"), "wall_s": 0.0}
     if opts.cluster:
-        return {**not_possible(CLUSTER_REASON), "wall_s": 0.0}
+        return {**not_possible(CLUSTER_REASON, "not run with --cluster"), "wall_s": 0.0}
     kernel, problem = engine.kernel, state.problem
     by_key = {config_key(o.config): o.config for o in state.history.observations}
     picked = finalists_of(state, options.finalists)

@@ -186,4 +186,5 @@ def test_replay_says_confirmation_is_not_possible_and_keeps_flags(tmp_path):
     assert w["confirmation"]["status"] == "not_possible" and "--replay" in w["confirmation"]["reason"]
     assert w["best"]["confirmed"] is False and w["best"]["time_ms"] == w["search_best"]["time_ms"]
     assert "confirmation not possible: not possible under --replay" in r.stdout
+    assert w["vendor"]["reason"] == "not run under --replay (nothing is measured)"
     assert "vs vendor" in r.stdout and "search-time number, not confirmed" in r.stdout
