@@ -188,3 +188,21 @@ def test_replay_says_confirmation_is_not_possible_and_keeps_flags(tmp_path):
     assert "confirmation not possible: not possible under --replay" in r.stdout
     assert w["vendor"]["reason"] == "not run under --replay (nothing is measured)"
     assert "vs vendor" in r.stdout and "search-time number, not confirmed" in r.stdout
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_confirmed_gemm_next_to_cublas_on_the_gpu(tmp_path):
+    """On an sm90 GPU with CUTLASS headers: two configs built, confirmed in 2 rounds with cuBLAS."""
+    out = tmp_path / "o"
+    r = run_cli("tune", "--target", "sm90", "--kernel", "gemm", "--dims", "M=2048,N=2048,K=2048",
+                "--budget-configs", "2", "--finalists", "1", "--confirm-rounds", "2", "--out", str(out),
+                "--cache-dir", str(tmp_path / "cache"), "--store", str(tmp_path / "s.sqlite"), "--no-plots",
+                timeout=1200)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    [w] = json.loads((out / "run.json").read_text())["workloads"]
+    conf, vendor = w["confirmation"], w["vendor"]
+    assert conf["status"] == "confirmed" and len(conf["calls"]) == 2 * (len(conf["finalists"]) + 1)
+    assert w["best"]["confirmed"] and all(r["status"] == "ok" for r in conf["finalists"])
+    assert vendor["backend"] == "cublas:torch.matmul" and vendor["candidates"]["cublas:torch.matmul"]["graph"]
+    assert 0.3 < w["vs_vendor"] < 3.0 and "vs vendor" in r.stdout
