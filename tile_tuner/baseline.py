@@ -52,17 +52,19 @@ class VendorPlan:
 
 def plan_for(kernel: Any, problem: dict[str, Any], target: str, bench_args: dict[str, Any]) -> VendorPlan:
     """The kernel's vendor plan; a kernel that supplies none, or whose planner fails, gets a reason."""
+    none = VendorPlan(
+        name="none",
+        reason=f"the {getattr(kernel, 'backend', '?')} backend supplies no vendor baseline for "
+        f"{getattr(kernel, 'kind', '?')} on {target}",
+    )
     hook = getattr(kernel, "vendor_baseline", None)
     if hook is None:
-        return VendorPlan(
-            name="none",
-            reason=f"the {getattr(kernel, 'backend', '?')} backend supplies no vendor baseline for "
-            f"{getattr(kernel, 'kind', '?')} on {target}",
-        )
+        return none
     try:
-        return hook(problem, target, dict(bench_args))
+        plan = hook(problem, target, dict(bench_args))
     except Exception as exc:  # noqa: BLE001 - a broken planner must not kill the run; say why
         return VendorPlan(name="none", reason=f"vendor baseline planner failed: {type(exc).__name__}: {exc}")
+    return plan if isinstance(plan, VendorPlan) else none  # a no-op default (None) means: none here
 
 
 class VendorServer:

@@ -206,3 +206,24 @@ def test_confirmed_gemm_next_to_cublas_on_the_gpu(tmp_path):
     assert w["best"]["confirmed"] and all(r["status"] == "ok" for r in conf["finalists"])
     assert vendor["backend"] == "cublas:torch.matmul" and vendor["candidates"]["cublas:torch.matmul"]["graph"]
     assert 0.3 < w["vs_vendor"] < 3.0 and "vs vendor" in r.stdout
+
+
+def test_a_planner_that_fails_or_returns_nothing_gets_a_reason():
+    from kernelpilot.tile_tuner.baseline import plan_for
+
+    class Broken(ToyKernel):
+        def vendor_baseline(self, problem, target, bench_args):
+            raise RuntimeError("library probe crashed")
+
+    class NoOp(ToyKernel):
+        def vendor_baseline(self, problem, target, bench_args):
+            return None
+
+    problem = {"M": 1, "N": 1, "K": 1}
+    assert plan_for(Broken(), problem, "toy", {}).reason == (
+        "vendor baseline planner failed: RuntimeError: library probe crashed"
+    )
+    assert (
+        plan_for(NoOp(), problem, "toy", {}).reason
+        == "the toy backend supplies no vendor baseline for gemm on toy"
+    )
