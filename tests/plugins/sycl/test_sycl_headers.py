@@ -1,19 +1,15 @@
 """Rendered programs against the real sycl-tla headers: every ``#include`` exists and every
 ``cutlass::`` / ``cute::`` name the programs spell out is declared there.
 
-Headers: ``SYCL_TLA_DIR`` when set (a checkout, or a ``pip install --target`` folder), otherwise the
-``sycl-tla`` wheel installed with ``pip install --target`` into pytest's cache folder -- never into the
-test environment, where its top-level ``cutlass_library`` would clash with ``nvidia-cutlass``.  The
-wheel has no ``applications/``: the flash-attention checks then skip and say so (point SYCL_TLA_DIR at a
-checkout, e.g. ``git clone --branch v0.9.1 https://github.com/intel/sycl-tla``, to run them).
-Indexing the headers takes ~30 s, hence ``slow``.
+Headers: ``SYCL_TLA_DIR`` when set (a checkout), otherwise the ``sycl-tla`` wheel unpacked into pytest's
+cache folder -- never into the test environment, where its top-level ``cutlass_library`` would clash with
+``nvidia-cutlass`` -- plus ``applications/`` from the release archive (``tests/support/sycl_downloads.py``).
+Without that archive the flash-attention checks skip and say so.  Indexing the headers takes ~30 s, hence
+``slow``.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,50 +17,18 @@ import pytest
 from kernelpilot.dsl_plugins.sycl import header_check, programs, sycl_tla
 from kernelpilot.dsl_plugins.sycl.kernels import all_kernels
 from kernelpilot.targets import get_target_model
+from tests.support.sycl_downloads import Unavailable, cache_root, sycl_tla_tree
 
 pytestmark = pytest.mark.slow
-WHEEL = "sycl-tla==0.9.1"
 KERNELS = {k.kind: k for k in all_kernels()}
 
 
 @pytest.fixture(scope="module")
-def tree(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> sycl_tla.SyclTlaTree:
-    explicit = os.environ.get("SYCL_TLA_DIR")
-    if explicit:
-        found = sycl_tla.find_sycl_tla(explicit)
-        if found is None:
-            pytest.fail(f"SYCL_TLA_DIR={explicit} holds no sycl-tla headers")
-        return found
-    cache = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
-    target = Path(cache.mkdir("sycl-tla-wheel")) if cache else tmp_path_factory.mktemp("sycl-tla-wheel")
-    if not (target / "cutlass_library" / "source" / "include" / "cute").exists():
-        try:
-            proc = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--no-deps",
-                    "--target",
-                    str(target),
-                    WHEEL,
-                ],
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            pytest.skip(f"SYCL_TLA_DIR is not set and `pip install --target {target} {WHEEL}` failed: {exc}")
-        if proc.returncode != 0:
-            pytest.skip(
-                f"SYCL_TLA_DIR is not set and `pip install --target {target} {WHEEL}` failed "
-                f"(no PyPI?): {proc.stderr.strip()[-300:]}"
-            )
-    found = sycl_tla.find_sycl_tla(target)
-    if found is None:
-        pytest.fail(f"the {WHEEL} wheel in {target} has no headers where kernelpilot looks for them")
+def tree(request: pytest.FixtureRequest) -> sycl_tla.SyclTlaTree:
+    try:
+        found, _ = sycl_tla_tree(cache_root(request.config), applications=True)
+    except Unavailable as exc:
+        pytest.skip(str(exc))
     return found
 
 
