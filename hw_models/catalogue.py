@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kernelpilot.errors import InputError
+from kernelpilot.hw_models.dtypes import INTEGER, parse_dtype
 
 
 class Measured(BaseModel):
@@ -30,6 +31,23 @@ class Measured(BaseModel):
     peak_tflops: dict[str, float] = {}
     mem_bandwidth_gbs: float | None = None
     source: str = ""
+
+
+def peak_key(dtype: Any) -> str:
+    """The catalogue's peak_tflops key for a problem's input types.  Equal types: that type.  Mixed:
+    integer x integer runs on the integer unit at the wider type's rate; anything with a float side is
+    upconverted to a 16-bit float operation (bf16 when either side is bf16, else f16)."""
+    try:
+        pair = parse_dtype(dtype)
+    except InputError:
+        if isinstance(dtype, str):  # a catalogue-only key such as f32
+            return dtype
+        raise
+    if pair.same:
+        return pair.a
+    if pair.a in INTEGER and pair.b in INTEGER:
+        return pair.a if pair.bits_a >= pair.bits_b else pair.b
+    return "bf16" if "bf16" in (pair.a, pair.b) else "f16"
 
 
 class Device(BaseModel):
@@ -62,19 +80,23 @@ class Device(BaseModel):
     notes: str = ""
     sources: list[str] = []
 
-    def peak(self, dtype: str, *, measured: bool = False) -> float:
-        """Peak dense TFLOP/s for an input dtype (falls back to the 16-bit rate for types upconverted)."""
+    def peak(self, dtype: Any, *, measured: bool = False) -> float:
+        """Peak dense TFLOP/s (TOP/s) for the input types of a problem: ``"s8"``, ``{a: bf16, b: s8}`` or a
+        DTypePair.  Mixed inputs run at the rate of the operation that does the math (see peak_key);
+        types without their own entry fall back to the rate of the unit that runs them: 4-bit integers
+        to the 8-bit integer rate (the integer DPAS; no separate int4 figure is published), other types
+        to the 16-bit float rate (Xe fp8/fp4 inputs are upconverted, sycl-tla xe_mma_builder.inl:44-53)."""
+        key = peak_key(dtype)
         table = self.measured.peak_tflops if (measured and self.measured) else self.peak_tflops
-        if dtype in table:
-            return table[dtype]
+        if key in table:
+            return table[key]
         if measured:
-            return self.peak(dtype, measured=False)
-        # Types without a native tensor-core path are upconverted to 16 bit (Xe fp8/fp4/int4 inputs:
-        # sycl-tla xe_mma_builder.inl:44-53 picks a bf16/f16 DPAS): their ceiling is the bf16/f16 rate.
-        for fallback in ("bf16", "f16"):
+            return self.peak(key, measured=False)
+        fallbacks = ("s8", "u8", "bf16", "f16") if key in INTEGER else ("bf16", "f16")
+        for fallback in fallbacks:
             if fallback in table:
                 return table[fallback]
-        raise KeyError(dtype)
+        raise KeyError(key)
 
     def bandwidth_gbs(self, *, measured: bool = False) -> float:
         if measured and self.measured and self.measured.mem_bandwidth_gbs:

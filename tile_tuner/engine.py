@@ -500,7 +500,7 @@ class TuneEngine:
             tmin, tmax = raw["time_ms"].get("min"), raw["time_ms"].get("max")
             tflops = self.kernel.flops(s.problem) / (time_ms * 1e-3) / 1e12
             runtime = raw.get("runtime")
-            peak = self._peak()
+            peak = self._peak(s.problem["dtype"])
             if peak and tflops > peak * 1.02:
                 status = "above_peak"
                 reason = f"{tflops:.1f} TFLOP/s is above the device peak {peak:.1f}: measurement error"
@@ -519,16 +519,16 @@ class TuneEngine:
             run_id=self.run_id,
         )
 
-    def _peak(self) -> float | None:
+    def _peak(self, dtype: Any) -> float | None:
+        """The device's peak for the problem's own input types (an int8 GEMM is held to the int8 rate,
+        not the bf16 one), the same peak summarize_state reports against."""
         dev = self.device
         if dev is None:
             return None
         try:
-            return float(dev.peak(self._dtype_for_peak))
+            return float(dev.peak(dtype))
         except Exception:  # noqa: BLE001
             return None
-
-    _dtype_for_peak = "bf16"
 
     def _observe(self, item: RoundItem, m: Measurement, source: str) -> None:
         s = item.state
