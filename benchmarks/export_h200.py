@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run", help="run.json whose recorded times the exported ops are compared with")
     ap.add_argument("--out", required=True, help="result JSON")
     ap.add_argument("--install-s", type=float, help="seconds `pip install` of the export took (recorded)")
-    ap.add_argument("--install-how", default="pip install --no-build-isolation", help="how it was installed")
+    ap.add_argument("--install-how", default="pip install", help="how it was installed")
     ap.add_argument("--deadline-s", type=float, default=420.0, help="skip remaining timings after this")
     ap.add_argument("--dry-run", action="store_true", help="print the plan; no torch, no GPU")
     args = ap.parse_args(argv)

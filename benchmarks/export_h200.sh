@@ -3,8 +3,8 @@
 # The exported folder is made on a CPU machine and carried (git-ignored .kp-export/), so the device needs
 # only torch, nvcc, cmake and ninja -- never kernelpilot:
 #   kernelpilot export benchmarks/results/gemm_h200_final_run.json --out .kp-export/kp_h200 --name kp_h200
-# Steps: pip install --no-build-isolation of the folder (timed; if pip itself cannot build, CMake + Ninja
-# directly, recorded as such), then benchmarks/export_h200.py.  About 5-7 minutes on 16 cores.
+# Steps: pip install of the folder (timed; then --no-build-isolation, then CMake + Ninja directly if pip
+# cannot build, recorded as such), then benchmarks/export_h200.py.  About 5-7 minutes on 16 cores.
 set -o pipefail
 T0=$(date +%s)
 OUT=${OUT:-/tmp/out}
@@ -17,18 +17,24 @@ EXPORT=$(cd "$EXPORT" && pwd)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv > "$OUT/nvidia-smi.txt" 2>&1
 cp "$EXPORT/dispatch.json" "$OUT/dispatch.json"
 export MAX_JOBS=${MAX_JOBS:-$(nproc)}
-HOW="pip install --no-build-isolation --no-deps --no-index $EXPORT"
-python3 -m pip install --no-build-isolation --no-deps --no-index -v "$EXPORT" > "$OUT/install.log" 2>&1
+HOW="pip install --no-deps --no-index $EXPORT"
+python3 -m pip install --no-deps --no-index -v "$EXPORT" > "$OUT/install.log" 2>&1
 RC=$?
+if [ $RC -ne 0 ]; then  # the compiled objects stay in $EXPORT/build/cmake: a retry only finishes the build
+  echo "pip install failed (rc=$RC), last lines:"; tail -15 "$OUT/install.log"
+  HOW="pip install --no-build-isolation --no-deps --no-index $EXPORT (plain pip install failed: install.log)"
+  python3 -m pip install --no-build-isolation --no-deps --no-index -v "$EXPORT" > "$OUT/install2.log" 2>&1
+  RC=$?
+fi
 T1=$(date +%s)
 if [ $RC -ne 0 ]; then
-  echo "pip install failed (rc=$RC), last lines:"; tail -25 "$OUT/install.log"
+  echo "pip install failed again (rc=$RC), last lines:"; tail -25 "$OUT/install2.log"
   echo "building with CMake + Ninja directly"
-  HOW="cmake -G Ninja + cmake --build (pip install failed: see install.log)"
-  B=/tmp/kp_export_build
-  { cmake -S "$EXPORT" -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$(command -v python3)" &&
-    cmake --build $B --parallel "$MAX_JOBS"; } > "$OUT/cmake_build.log" 2>&1 || { tail -40 "$OUT/cmake_build.log"; exit 1; }
-  cp $B/_C.so "$EXPORT/python/$NAME/" && export PYTHONPATH="$EXPORT/python${PYTHONPATH:+:$PYTHONPATH}"
+  HOW="cmake -G Ninja + cmake --build (pip install failed: see install.log, install2.log)"
+  B=$EXPORT/build/cmake
+  { cmake -S "$EXPORT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$(command -v python3)" &&
+    cmake --build "$B" --parallel "$MAX_JOBS"; } > "$OUT/cmake_build.log" 2>&1 || { tail -40 "$OUT/cmake_build.log"; exit 1; }
+  cp "$B/_C.so" "$EXPORT/python/$NAME/" && export PYTHONPATH="$EXPORT/python${PYTHONPATH:+:$PYTHONPATH}"
   T1=$(date +%s)
 fi
 echo "install: $((T1 - T0)) s ($HOW)"

@@ -61,6 +61,6 @@ def run(args: argparse.Namespace) -> int:
     for note in res.notes:
         print(f"note: {note}")
     if res.target == "sm90":
-        print(f"build: pip install --no-build-isolation {res.out}")
+        print(f"build: pip install {res.out}")
         print(f"call:  import {args.name}; torch.ops.{args.name}.gemm(a, b)")
     return 0

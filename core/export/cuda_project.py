@@ -2,7 +2,7 @@
 
 Layout of the folder (all rendered from ``cpp_templates/export/cuda``)::
 
-    CMakeLists.txt, setup.py, pyproject.toml, README.md, dispatch.json
+    CMakeLists.txt, pyproject.toml + build_backend.py (pip: CMake + Ninja, no setuptools), README.md, dispatch.json
     include/NAME/dispatch.h      plain C++ dispatch table (kernels' legality decided at export time)
     include/NAME/kernels.h       the kernels' C++ entry points (CUDA runtime API)
     csrc/kernels/kNNN.cu         one tuned config each: the tuning program's kernel part, no main
@@ -103,7 +103,7 @@ def write_project(
     }
     files: dict[str, str] = {
         "CMakeLists.txt": "CMakeLists.txt.j2",
-        "setup.py": "setup.py.j2",
+        "build_backend.py": "build_backend.py.j2",
         "pyproject.toml": "pyproject.toml.j2",
         f"include/{name}/dispatch.h": "dispatch.h.j2",
         f"include/{name}/kernels.h": "kernels.h.j2",

@@ -37,7 +37,7 @@ def test_project_is_self_contained_and_configures(project, tmp_path):
     assert (project / "third_party/cutlass/include/cutlass/cutlass.h").exists()
     assert (project / "third_party/cutlass/tools/util/include/cutlass/util/packed_stride.hpp").exists()
     py_compile.compile(str(project / "python/kpb/__init__.py"), doraise=True)
-    py_compile.compile(str(project / "setup.py"), doraise=True)
+    py_compile.compile(str(project / "build_backend.py"), doraise=True)
     import sys
 
     r = subprocess.run(["cmake", "-S", str(project), "-B", str(tmp_path / "b"), "-G", "Ninja",
@@ -47,6 +47,12 @@ def test_project_is_self_contained_and_configures(project, tmp_path):
     for k in sorted((project / "csrc" / "kernels").iterdir()):
         assert f"csrc/kernels/{k.name}" in ninja
     assert "arch=compute_90a,code=sm_90a" in ninja and "_C.so" in ninja
+    # the operators compile with torch's headers (both folders) and its C++ ABI
+    import torch
+    import torch.utils.cpp_extension as ce
+
+    assert f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)} " in ninja
+    assert all(f"-isystem {p}" in ninja for p in ce.include_paths())
 
 
 @pytest.mark.slow
