@@ -52,9 +52,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p.add_argument("candidate", type=Path, nargs="?", help="optimized kernel (default: baseline only)")
     _kernel_args(p)
 
-    p = sub.add_parser("profile", help="repeated timings, spread, FLOP/s, bandwidth and roofline class")
+    p = sub.add_parser(
+        "profile", help="repeated timings, spread, FLOP/s, bandwidth, roofline class; hardware counters"
+    )
     p.add_argument("file", type=Path)
     p.add_argument("--repeats", type=int, default=5, help="independent timed runs")
+    p.add_argument(
+        "--profiler",
+        choices=("none", "ncu", "vtune"),
+        default="none",
+        help="also collect hardware counters: ncu (Nsight Compute, NVIDIA) or vtune (Intel)",
+    )
+    p.add_argument("--warmup", type=int, help="launches before collection (default VTUNE_WARMUP)")
+    p.add_argument("--iters", type=int, help="collected launches (default VTUNE_ITERS for vtune, 1 for ncu)")
+    p.add_argument("--vtune-bin", help="VTune binary (VTUNE_BIN)")
     p.add_argument(
         "--original",
         type=Path,
@@ -250,16 +261,35 @@ def _profile(args: argparse.Namespace) -> int:
         variant=args.variant,
         device=args.device,
         dsl=args.dsl,
-        cli_settings=_tolerance_cli(args),
+        cli_settings={**_tolerance_cli(args), "vtune_bin": getattr(args, "vtune_bin", None)},
     )
     source = args.file.read_text(encoding="utf-8")
     runs = []
+    report = None
     try:
+        if args.profiler != "none":
+            from kernelpilot.profiling.collect import check_tool
+
+            check_tool(args.profiler, session.device, session.settings)  # before minutes of timing
         for i in range(max(1, args.repeats)):
             ev = _eval_dict(session.executor.evaluate(source, seed=args.seed + i))
             runs.append(ev)
             if ev["verdict"] != "correct":
                 break
+        if args.profiler != "none" and runs[0]["verdict"] == "correct":
+            from kernelpilot.profiling.collect import profile
+
+            report = profile(
+                source,
+                original_path=Path(args.original or args.file),
+                variant=session.spec.variant(session.variant),
+                device=session.device,
+                tool=args.profiler,
+                settings=session.settings,
+                warmup=args.warmup,
+                iters=args.iters,
+                suffix=args.file.suffix or ".py",
+            )
     finally:
         getattr(session.executor, "close", lambda: None)()
     medians = [r["median_ms"] for r in runs if r["median_ms"] is not None]
@@ -284,6 +314,10 @@ def _profile(args: argparse.Namespace) -> int:
         for key in ("arithmetic_intensity", "bound", "peak_tflops", "mem_bandwidth_gbs", "device_name"):
             if extra.get(key) is not None:
                 lines.append(f"{key}: {extra[key]}")
+    if report is not None:
+        summary["counters"] = report.as_dict()
+        lines.append("")
+        lines.append(report.summary())
     _emit(args, summary, "\n".join(lines))
     return 0 if runs[0]["verdict"] == "correct" else EXIT_NOT_CORRECT
 

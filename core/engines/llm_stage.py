@@ -56,11 +56,27 @@ class AnalysisReply(BaseModel):
 
 
 def prompt_variables(context: StageContext) -> dict[str, Any]:
+    from kernelpilot.llm import prompt_context as pc
+
     baseline = context.baseline.timing.median_ms if context.baseline and context.baseline.timing else None
     current = (
         context.stage_input.timing.median_ms if context.stage_input and context.stage_input.timing else None
     )
+    interpreter = bool(context.baseline and context.baseline.timing and context.baseline.timing.interpreter)
+    device_name = (context.baseline.extra or {}).get("device_name") if context.baseline else None
+    hw = pc.hw_facts(pc.catalogue_device(context.settings, device_name))
+    problem = pc.problem_facts(context.spec, context.variant, hw, baseline, interpreter)
+    tuning = pc.tuning_facts(context.settings, hw.get("vendor"), context.device)
     return {
+        "hw": hw,
+        "device_text": pc.device_text(hw, context.device),
+        "problem": problem,
+        "problem_text": pc.problem_text(problem),
+        "tuning": tuning,
+        "tuning_text": pc.tuning_text(tuning),
+        "reference_source": context.reference_source,
+        "profile_summary": context.profile_summary,
+        "autotune_configs": [],
         "dsl": context.dsl,
         "device": context.device,
         "stage": context.stage,
@@ -107,10 +123,15 @@ class LLMStage:
         self.dsl = dsl
         self.stage = stage
 
+    def extra_variables(self, context: StageContext) -> dict[str, Any]:
+        """Stage-specific prompt variables a DSL plugin's subclass adds (e.g. autotune configs)."""
+        return {}
+
     def propose(self, context: StageContext) -> list[str]:
         if context.llm is None:
             raise RuntimeError("LLMStage needs an LLM client in the context")
-        prompt = render(context.prompt_dirs, self.stage, prompt_variables(context))
+        variables = {**prompt_variables(context), **self.extra_variables(context)}
+        prompt = render(context.prompt_dirs, self.stage, variables)
         reply = context.llm.structured(
             [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}], OptimizeReply
         )

@@ -147,7 +147,8 @@ class JobExecutor:
         ):
             raise InputError(
                 f"variant {self.variant.name!r} lists no inputs and {self.kernel_path.name} defines no "
-                "get_example_inputs(); add 'inputs:' to the spec or the function to the kernel file",
+                "get_example_inputs() (a module function or a Model method); add 'inputs:' to the spec "
+                "or the function to the kernel file",
                 file=self.spec.path,
                 field="inputs",
             )

@@ -121,6 +121,8 @@ class StageContext:
     baseline: Evaluation | None = None  # the original kernel's evaluation
     stage_input: Evaluation | None = None  # evaluation of ``current_source``
     prompt_dirs: list[Path] = field(default_factory=list)  # the DSL plugin's template folders
+    reference_source: str = ""  # the PyTorch reference (``<kernel>_pytorch.py``) when there is one
+    profile_summary: str = ""  # hardware counters of the stage input (``optimize --profile``)
 
 
 @runtime_checkable
@@ -243,4 +245,13 @@ PROMPT_VARIABLES: dict[str, str] = {
     "current_ms": "median ms of the stage input (None if not measured)",
     "spec_summary": "short text describing inputs, dims and dtype of the variant",
     "attempt": "0-based attempt number within the stage",
+    "hw": "dict of the device catalogue's numbers (empty when the device is unknown)",
+    "device_text": "Markdown: device name, cores, memory, bandwidth, peaks, shared memory, register file",
+    "problem": "dict: inputs (shape, dtype, bytes), init args, footprint, FLOPs, arithmetic intensity, bound",
+    "problem_text": "Markdown of ``problem`` incl. roofline class and what the original achieves",
+    "tuning": "dict: num_warps, num_stages, tile_m/n/k (user's or typical), group_size_m, grf_mode, target_dtype",
+    "tuning_text": "Markdown of ``tuning``",
+    "reference_source": "the PyTorch reference file ('' when the original kernel is the oracle)",
+    "profile_summary": "a few lines of hardware counters of the stage input ('' when not profiled)",
+    "autotune_configs": "list of strings: configs the rules engine would try for this kernel (may be empty)",
 }

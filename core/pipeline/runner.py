@@ -85,6 +85,7 @@ class Pipeline:
         knowledge_dirs: list[Any] | None = None,
         llm: Any = None,
         log: Any = None,
+        profile_fn: Any = None,
     ) -> None:
         self.settings = settings
         self.opt = options
@@ -99,6 +100,8 @@ class Pipeline:
         self.original = Path(options.kernel_path).read_text(encoding="utf-8")
         self.noise = 0.0
         self.trials_used = 0
+        self.profiles: dict[str, str] = {}  # code sha -> profile summary (optimize --profile)
+        self.profile_fn = profile_fn  # (source) -> ProfileReport; default: the real profiler
         self.store: TrialStore | None = None
         self.record = RunRecord(
             kernel=str(options.kernel_path),
@@ -150,7 +153,12 @@ class Pipeline:
         }.items():
             self.store.set_meta(key, value)
 
+        if self.opt.profiler and self.profile_fn is None:
+            from kernelpilot.profiling.collect import check_tool
+
+            check_tool(self.opt.profiler, self.opt.device, self.settings)  # missing ncu: stop now
         baseline_node, baseline = self._baseline()
+        self._profile(self.original, baseline_node.id)
         self._flush()
 
         issues = self._analyze(self.original, None, baseline)
@@ -184,6 +192,7 @@ class Pipeline:
                         self.record.skipped_stages[name] = "TARGET_SPEEDUP reached"
                     self._flush()
                     continue
+                self._profile(current_code, node.id)
                 new_issues = self._analyze(current_code, planned.stage, current_ev)
                 self._extend_queue(queue, done, new_issues)
             self._flush()
@@ -390,7 +399,51 @@ class Pipeline:
             baseline=baseline,
             stage_input=stage_input,
             prompt_dirs=list(self.prompt_dirs),
+            reference_source=self._reference_source(),
+            profile_summary=self._profile_summary(current),
         )
+
+    def _profile(self, source: str, node_id: str) -> None:
+        """--profile: counters of a stage input; their summary goes into the prompts that see it.
+
+        A profiler failure is a warning, not the end of the run: the counters help, they decide nothing.
+        """
+        if not self.opt.profiler:
+            return
+        key = sha256_text(source)
+        if key in self.profiles:
+            return
+        try:
+            if self.profile_fn is not None:
+                report = self.profile_fn(source)
+            else:
+                from kernelpilot.profiling.collect import profile
+
+                report = profile(
+                    source,
+                    original_path=Path(self.opt.kernel_path),
+                    variant=self.spec.variant(self.opt.variant),
+                    device=self.opt.device,
+                    tool=self.opt.profiler,
+                    settings=self.settings,
+                    suffix=Path(self.opt.kernel_path).suffix or ".py",
+                )
+        except KernelpilotError as exc:
+            self.record.warnings.append(f"{self.opt.profiler} profile of {node_id} failed: {str(exc)[:500]}")
+            return
+        self.profiles[key] = report.summary()
+        self.record.profiles.append({"node": node_id, **report.as_dict()})
+        self.log(f"profile {node_id}: {report.summary().splitlines()[0]}")
+
+    def _reference_source(self) -> str:
+        """``<kernel>_pytorch.py`` beside the kernel (the oracle convention), for the prompts."""
+        kernel = Path(self.opt.kernel_path)
+        path = kernel.with_name(f"{kernel.stem}_pytorch.py")
+        return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+    def _profile_summary(self, source: str) -> str:
+        """Counters of ``source`` when profiling is on (filled in by :meth:`_profile`)."""
+        return self.profiles.get(sha256_text(source), "")
 
     def _knowledge(self, stage: str) -> list[str]:
         """KB snippets for ``stage`` (analysis: "" -> the constraints of every stage).
@@ -794,7 +847,10 @@ def _evaluation_from_node(node: TrialNode) -> Evaluation:
             repetitions=0,
             interpreter=node.interpreter,
         )
-    return Evaluation(verdict=node.verdict or "runtime_error", message=node.message, timing=timing)  # type: ignore[arg-type]
+    extra = {k: v for k, v in (node.extra or {}).items() if isinstance(v, str | int | float | bool)}
+    return Evaluation(
+        verdict=node.verdict or "runtime_error", message=node.message, timing=timing, extra=extra
+    )  # type: ignore[arg-type]
 
 
 def check_options(options: PipelineOptions) -> None:

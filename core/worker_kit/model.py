@@ -57,9 +57,24 @@ def example_inputs(torch: Any, job: dict[str, Any], seed: int, device: str) -> l
     (a candidate must not choose the data it is checked on).
     """
     module = load_module(job["original_path"], "kp_original_inputs")
+    make = example_inputs_function(module)
+    if make is None:
+        raise AttributeError(
+            f"{job['original_path']} has no get_example_inputs() (module function or Model method) and "
+            "the spec variant lists no inputs"
+        )
     torch.manual_seed(seed)
-    values = module.get_example_inputs()
+    values = make()
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def example_inputs_function(module: Any) -> Any | None:
+    """``get_example_inputs`` at module level, or a static/class method of ``Model`` (Xe-Forge's kernels
+    define it there)."""
+    found = getattr(module, "get_example_inputs", None)
+    if found is None and hasattr(module, "Model"):
+        found = getattr(module.Model, "get_example_inputs", None)
+    return found
 
 
 def job_inputs(torch: Any, job: dict[str, Any], device: str) -> list[Any]:
@@ -74,7 +89,16 @@ def build_model(torch: Any, module: Any, variant: dict[str, Any], device: str) -
     if not hasattr(module, "Model"):
         raise AttributeError("the kernel file defines no class Model")
     torch.manual_seed(MODEL_SEED)
-    model = module.Model(*variant["init_args"])
+    try:
+        model = module.Model(*variant["init_args"])
+    except TypeError as exc:
+        if "positional argument" not in str(exc):
+            raise
+        given = list(variant["init_args"])
+        raise TypeError(
+            f"{exc} -- Model was given {given or 'no arguments'} from the spec's 'inits:'; list one entry per "
+            "__init__ argument, in order, e.g. 'inits: [{dim: IN}, {dim: OUT}]' with IN/OUT in the variant's dims"
+        ) from exc
     if isinstance(model, torch.nn.Module):
         model = model.to(device)
         if variant.get("dtype") and torch_dtype(torch, variant["dtype"]).is_floating_point:

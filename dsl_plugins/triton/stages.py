@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kernelpilot.engines.llm_stage import LLMStage
 from kernelpilot.pipeline.contracts import StageContext
 from kernelpilot.python_source.dtype_fix import DtypeFixRulesStage
 
@@ -53,7 +54,27 @@ class AutotuneRulesStage:
         return [result.source] if result.changed else []
 
 
+class AutotuneLLMStage(LLMStage):
+    """The core's LLM stage plus the configs the rules engine derives for this kernel and device, so the
+    model starts from the hardware-aware list instead of inventing one."""
+
+    def __init__(self) -> None:
+        super().__init__(dsl="triton", stage="autotuning")
+
+    def extra_variables(self, context: StageContext) -> dict[str, Any]:
+        from kernelpilot.dsl_plugins.triton.rewrite.autotune import TuneHints, suggested_configs
+
+        hw_vendor = getattr(context.settings, "hw_device", None)
+        device = _device(context)
+        if device == "cpu" and hw_vendor:  # describe the GPU the user named, not the interpreter
+            from kernelpilot.hw_models.catalogue import get_device
+
+            device = "cuda" if get_device(hw_vendor).vendor == "nvidia" else "xpu"
+        hints = TuneHints.from_settings(context.settings)
+        return {"autotune_configs": suggested_configs(context.current_source, device, hints)}
+
+
 def triton_stages() -> list[Any]:
-    """Rules stages.  The LLM engine needs no object here: the core's generic ``LLMStage`` renders this
-    plugin's templates (``prompts/stage_<stage>.md.j2``, ``optimize.md.j2``, ``analysis.md.j2``)."""
-    return [AutotuneRulesStage(), DtypeFixRulesStage()]
+    """Rules stages, and the LLM autotuning stage (its config list); every other LLM stage is the core's
+    generic ``LLMStage`` rendering this plugin's templates (``prompts/stage_<stage>.md.j2``)."""
+    return [AutotuneRulesStage(), DtypeFixRulesStage(), AutotuneLLMStage()]

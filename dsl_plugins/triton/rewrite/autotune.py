@@ -695,3 +695,23 @@ def autotune_source(
         result.changed = result.source != source
         ast.parse(result.source)  # never hand back something that does not parse
     return result
+
+
+def suggested_configs(source: str, device: str, hints: TuneHints | None = None) -> list[str]:
+    """The configs :func:`autotune_source` would write, one line each, for the LLM's autotuning prompt;
+    for a kernel with nothing it can tune, the device's tile list (the LLM may restructure the launch)."""
+    dev = device if device in WARPS else "cuda"
+    try:
+        plans = plan_kernels(ast.parse(source))
+    except SyntaxError:
+        plans = {}
+    lines: list[str] = []
+    for name, plan in plans.items():
+        if not plan.sites:
+            continue
+        for c in build_configs(plan, dev, tune_blocks=bool(plan.tuned), hints=hints):
+            lines.append(f"{name}: {c['kwargs']}, num_warps={c['num_warps']}, num_stages={c['num_stages']}")
+    if not lines:
+        for bm, bn, bk, w, st in DOT_TILES_MNK[dev]:
+            lines.append(f"tl.dot tile M={bm} N={bn} K={bk}, num_warps={w}, num_stages={st}")
+    return lines
