@@ -14,13 +14,16 @@ Entry points (also used by the SYCL backend and the Dask runner):
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
+import json
 import os
 import shlex
 import shutil
 import subprocess
 import time
+import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,12 +100,36 @@ class BuildOutcome:
     message: str = ""
 
 
+FAILED_TTL_S = 7 * 24 * 3600.0  # a cached build failure is retried after a week (toolchains change)
+MANIFEST = "MANIFEST.json"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 class BuildCache:
-    """Content-addressed binaries: ``root/<key>/program`` (+ ``build.log``), or ``root/<key>/FAILED``."""
+    """Content-addressed, write-once entries: ``root/<key>/program`` (+ ``build.log``), or
+    ``root/<key>/FAILED``, each with a ``MANIFEST.json`` (checksum and size of the program; status,
+    compile timeout and time of a failure).
+
+    Why write-once: several processes may share the cache.  An entry is assembled in a private temp
+    folder and published with one ``os.rename``; if another process published the same key first,
+    the rename fails and this copy is discarded, so a published entry is never replaced or deleted
+    under a reader.  Entries that cannot be used (a truncated or zeroed program, a stale failure)
+    are unpublished by renaming them aside under the key's lock (:meth:`evict`), then rebuilt.
+    """
 
     def __init__(self, root: str | Path) -> None:
+        from kernelpilot.locks import KeyLocks
+
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.locks = KeyLocks(self.root / ".locks")
 
     def binary(self, key: str) -> Path | None:
         path = self.root / key / "program"
@@ -116,20 +143,103 @@ class BuildCache:
         path = self.root / key / "build.log"
         return path if path.exists() else None
 
-    def store(self, key: str, binary: Path | None, log: Path | None, failure: str | None) -> Path | None:
-        final = self.root / key
-        tmp = self.root / f".{key}.{os.getpid()}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
+    def manifest(self, key: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads((self.root / key / MANIFEST).read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def entries(self) -> list[str]:
+        """Published entries (not temp folders, evicted leftovers or locks)."""
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+    def verify(self, key: str) -> str | None:
+        """Why the published entry ``key`` cannot be used, or ``None`` (also ``None`` if absent)."""
+        entry = self.root / key
+        if not entry.is_dir():
+            return None
+        info = self.manifest(key)
+        program = entry / "program"
+        if info is None:
+            # an entry published before manifests existed: usable if it has a non-empty program
+            # (no checksum to check it against), else rebuilt
+            if program.is_file() and program.stat().st_size > 0 or (entry / "FAILED").is_file():
+                return None
+            return "no readable MANIFEST.json and no program"
+        if info.get("status") == "built":
+            if not program.is_file():
+                return "program missing"
+            size = program.stat().st_size
+            if size != info.get("size"):
+                return f"program is {size} bytes, the manifest says {info.get('size')} (truncated?)"
+            if _sha256(program) != info.get("sha256"):
+                return "program checksum differs from the manifest (corrupted)"
+            if not os.access(program, os.X_OK):
+                return "program is not executable"
+            return None
+        if not (entry / "FAILED").is_file():
+            return "failure entry without its FAILED marker"
+        return None
+
+    def store(
+        self,
+        key: str,
+        binary: Path | None,
+        log: Path | None,
+        failure: str | None,
+        timeout_s: float | None = None,
+    ) -> Path | None:
+        """Publish an entry once; if another process published ``key`` first, keep theirs."""
+        tmp = self.root / f".{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         tmp.mkdir(parents=True)
-        if log is not None and log.exists():
-            shutil.copy2(log, tmp / "build.log")
-        if binary is not None:
-            shutil.copy2(binary, tmp / "program")
-        if failure is not None:
-            (tmp / "FAILED").write_text(failure)
-        shutil.rmtree(final, ignore_errors=True)
-        os.replace(tmp, final)  # atomic: a killed build never leaves a half-written cache entry
+        try:
+            if log is not None and log.exists():
+                shutil.copy2(log, tmp / "build.log")
+            info: dict[str, Any] = {"key": key, "created": time.time(), "timeout_s": timeout_s}
+            if binary is not None:
+                shutil.copy2(binary, tmp / "program")
+                info.update(
+                    status="built", size=(tmp / "program").stat().st_size, sha256=_sha256(tmp / "program")
+                )
+            if failure is not None:
+                (tmp / "FAILED").write_text(failure)
+                info.update(status="timeout" if "TIMEOUT" in failure else "build_failed")
+            (tmp / MANIFEST).write_text(json.dumps(info, indent=1))
+            try:
+                os.rename(tmp, self.root / key)  # atomic publication; fails if the key exists
+            except OSError as exc:
+                if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # the loser's copy (or a half-written one)
         return self.binary(key)
+
+    def evict(self, key: str) -> bool:
+        """Unpublish ``key`` (rename aside, then delete).  Callers hold the key's lock."""
+        aside = self.root / f".evicted.{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        try:
+            os.rename(self.root / key, aside)
+        except FileNotFoundError:
+            return False
+        shutil.rmtree(aside, ignore_errors=True)
+        return True
+
+    def usable(self, key: str, *, timeout_s: float | None, retry_failures: bool) -> str | None:
+        """``None`` if the published entry may be used as is; else why it must be rebuilt."""
+        problem = self.verify(key)
+        if problem is not None:
+            return problem
+        info = self.manifest(key) or {}
+        if info.get("status") in ("build_failed", "timeout"):
+            if retry_failures:
+                return "cached build failure retried (--remeasure)"
+            if time.time() - float(info.get("created") or 0) > FAILED_TTL_S:
+                return "cached build failure is older than a week"
+            recorded = info.get("timeout_s")
+            if info.get("status") == "timeout" and timeout_s and (recorded is None or timeout_s > recorded):
+                return f"timed out at {recorded} s; this run allows {timeout_s} s"
+        return None
 
 
 def default_jobs(memory_gb_per_job: float) -> int:
@@ -231,36 +341,90 @@ def build_batch(
     jobs: int | None = None,
     timeout_s: float | None = None,
     deadline: float | None = None,
+    retry_failures: bool = False,
 ) -> dict[str, BuildOutcome]:
-    """Build every uncached item in one CMake + ninja project; return an outcome per cache key."""
+    """Build every uncached item in one CMake + ninja project; return an outcome per cache key.
+
+    Several processes may share ``cache``: each config is built by the one that takes its lock
+    first; the others wait for that lock and then use the published entry (building it themselves
+    only if the holder died without publishing).  ``retry_failures`` (``--remeasure``) rebuilds
+    configs whose failure is cached."""
+    timeout_s = timeout_s or recipe.timeout_s
+    outcomes: dict[str, BuildOutcome] = {}
+    unique = list({item.cache_key: item for item in items}.values())
+
+    def use_published(item: BuildItem) -> bool:
+        key = item.cache_key
+        if not (cache.root / key).is_dir() or cache.usable(
+            key, timeout_s=timeout_s, retry_failures=retry_failures
+        ):
+            return False
+        binary = cache.binary(key)
+        if binary is not None:
+            outcomes[key] = BuildOutcome(key, "cached", binary, cache.log(key))
+        else:
+            failure = cache.failure(key) or "build_failed"
+            status = "timeout" if "TIMEOUT" in failure else "build_failed"
+            outcomes[key] = BuildOutcome(key, status, None, cache.log(key), message=failure)
+        return True
+
+    def claim(item: BuildItem, lock: Any) -> bool:
+        """Under the key's lock: use what was published meanwhile, or clear the way to build it."""
+        if use_published(item):
+            lock.release()
+            return False
+        cache.evict(item.cache_key)  # an unusable entry (corrupt program, stale failure), if any
+        return True
+
+    mine: list[tuple[BuildItem, Any]] = []
+    theirs: list[BuildItem] = []
+    for item in unique:
+        if use_published(item):
+            continue
+        lock = cache.locks.try_acquire(item.cache_key)
+        if lock is None:
+            theirs.append(item)  # another process is building it: wait below instead of redoing it
+        elif claim(item, lock):
+            mine.append((item, lock))
+    for batch in (mine, None):
+        if batch is None:  # second pass: wait for the configs other processes were building
+            batch = []
+            for item in theirs:
+                wait = None if deadline is None else max(0.0, deadline - time.time())
+                lock = cache.locks.acquire(item.cache_key, timeout_s=wait)
+                if lock is None:
+                    outcomes[item.cache_key] = BuildOutcome(
+                        item.cache_key, "not_built", None, None, 0.0, "time budget"
+                    )
+                elif claim(item, lock):
+                    batch.append((item, lock))  # its builder died before publishing: build it here
+        try:
+            if batch:
+                outcomes.update(
+                    _build_now([i for i, _ in batch], recipe, cache, work_dir, jobs, timeout_s, deadline)
+                )
+        finally:
+            for _, lock in batch:
+                lock.release()
+    return outcomes
+
+
+def _build_now(
+    todo: list[BuildItem],
+    recipe: BuildRecipe,
+    cache: BuildCache,
+    work_dir: Path,
+    jobs: int | None,
+    timeout_s: float,
+    deadline: float | None,
+) -> dict[str, BuildOutcome]:
+    """One CMake + ninja project for ``todo`` (whose key locks the caller holds); publish each."""
     from kernelpilot import toolchain
 
     outcomes: dict[str, BuildOutcome] = {}
-    todo: list[BuildItem] = []
-    seen: set[str] = set()
-    for item in items:
-        if item.cache_key in seen:
-            continue
-        seen.add(item.cache_key)
-        binary = cache.binary(item.cache_key)
-        failure = cache.failure(item.cache_key)
-        if binary is not None:
-            outcomes[item.cache_key] = BuildOutcome(
-                item.cache_key, "cached", binary, cache.log(item.cache_key)
-            )
-        elif failure is not None:
-            status = "timeout" if "TIMEOUT" in failure else "build_failed"
-            outcomes[item.cache_key] = BuildOutcome(
-                item.cache_key, status, None, cache.log(item.cache_key), message=failure
-            )
-        else:
-            todo.append(item)
-    if not todo:
-        return outcomes
     cmake, ninja = toolchain.cmake_path(), toolchain.ninja_path()
     if cmake is None or ninja is None:
         raise ToolMissingError("cmake and ninja are needed to build (pip install cmake ninja)")
-    timeout_s = timeout_s or recipe.timeout_s
     jobs = jobs or default_jobs(recipe.memory_gb_per_job)
     stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{todo[0].cache_key[:8]}"
     project = render_project(todo, recipe, work_dir / f"project-{stamp}", timeout_s)
@@ -313,7 +477,7 @@ def build_batch(
         binary = build_dir / "bin" / item.target / "program"
         text = log.read_text(errors="replace") if log.exists() else ""
         if binary.exists():
-            stored = cache.store(item.cache_key, binary, log, None)
+            stored = cache.store(item.cache_key, binary, log, None, timeout_s)
             outcomes[item.cache_key] = BuildOutcome(
                 item.cache_key, "built", stored, cache.log(item.cache_key), wall
             )
@@ -329,7 +493,7 @@ def build_batch(
             message = f"{status}: {first_error.strip()[:400]}" if first_error else f"{status}: see log"
             if not text:
                 message = f"{status}: no compile log (ninja said: {ninja_out[-300:]})"
-            cache.store(item.cache_key, None, log, message + ("\nTIMEOUT" if timed_out else ""))
+            cache.store(item.cache_key, None, log, message + ("\nTIMEOUT" if timed_out else ""), timeout_s)
             outcomes[item.cache_key] = BuildOutcome(
                 item.cache_key, status, None, cache.log(item.cache_key), wall, message=message
             )

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.tile_tuner.builder import BuildCache, BuildItem, BuildOutcome, build_batch
+from kernelpilot.tile_tuner.claims import MeasureClaims
 from kernelpilot.tile_tuner.confirm import ConfirmOptions
 from kernelpilot.tile_tuner.kernel_api import INVALID_TIMING, implausible, is_plausible_time
 from kernelpilot.tile_tuner.proposers import History, Observation, make_proposer
@@ -172,6 +173,7 @@ class LocalBackend:
             jobs=self.options.jobs,
             timeout_s=self.options.build_timeout_s,
             deadline=self.deadline,
+            retry_failures=self.options.remeasure,
         )
 
     def measure(
@@ -456,13 +458,31 @@ class TuneEngine:
             if item.stored is None
         ]
         results: dict[int, Any] = {}
-        for req, res, seconds in self.executor.measure(self.backend, requests, self._out_of_time):
-            req.item.state.bench_s += seconds
-            if res is not None and res[0] != "not_recorded":
-                m = self._to_measurement(req.item, *res, req.outcome)
-                self.store.record(m)
-                res = m
-            results[req.index] = res
+
+        def measure(reqs: list[MeasureRequest]) -> None:
+            for req, res, seconds in self.executor.measure(self.backend, reqs, self._out_of_time):
+                req.item.state.bench_s += seconds
+                if res is not None and res[0] != "not_recorded":
+                    m = self._to_measurement(req.item, *res, req.outcome)
+                    self.store.record(m)
+                    res = m
+                results[req.index] = res
+
+        if self.options.replay:
+            measure(requests)
+        else:  # processes sharing the store measure each config once (tile_tuner.claims)
+            claims = MeasureClaims(self.store.path)
+            key_of = lambda r: self._key(r.item.state, r.item.key).digest()  # noqa: E731
+            lookup = self._fresh_lookup
+            try:
+                mine, theirs, found = claims.split(requests, key_of, lookup)
+                measure(mine)
+                more, found_later = claims.wait(theirs, key_of, lookup, self.deadline)
+                measure(more)
+            finally:
+                claims.release()
+            for index, stored in {**found, **found_later}.items():
+                rnd.items[index].stored = stored
         for i, item in enumerate(rnd.items):
             s = item.state
             s.build_s += build_wait / max(1, len(per_state)) / per_state[id(s)]
@@ -479,6 +499,14 @@ class TuneEngine:
                 s.history.observations.append(Observation(item.key, item.config, None, res[0]))
                 continue
             self._observe(item, res, source="replay" if self.options.replay else "measured")
+
+    def _fresh_lookup(self, req: MeasureRequest) -> Measurement | None:
+        """A stored result another process recorded; with ``remeasure`` only one from after this
+        run started (older rows are what the user asked to measure again)."""
+        m = self.store.lookup(self._key(req.item.state, req.item.key))
+        if m is not None and self.options.remeasure and m.created < self.started:
+            return None
+        return m
 
     def _to_measurement(
         self,

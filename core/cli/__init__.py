@@ -31,6 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "kernelpilot.cli.tune_cmd",
         "tile-tune CUTLASS kernels: propose, check, build, benchmark, report",
     ),
+    "cache": (
+        "kernelpilot.cli.cache_cmd",
+        "verify or clean the build cache (checksums, leftovers, failures)",
+    ),
     "report": (
         "kernelpilot.cli.report_cmd",
         "re-render tables, CSV and plots of a tuning run from its RUN.json",

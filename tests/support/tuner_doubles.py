@@ -132,6 +132,7 @@ class ToyKernel:
     targets = ("toy",)
     template_version = "toy-1"
     runs_variants_in_one_process = True
+    compiler = "c++"  # tests point this at a wrapper to count compiles
 
     def validate_problem(self, dims: dict[str, Any], dtype: Any, where: str) -> dict[str, Any]:
         from kernelpilot.errors import InputError
@@ -143,7 +144,7 @@ class ToyKernel:
 
     def build_recipe(self, target: str, options: dict[str, Any]) -> BuildRecipe:
         return BuildRecipe(
-            compiler="c++",
+            compiler=self.compiler,
             language="CXX",
             flags=("-O0", "-std=c++17"),
             include_dirs=(),
