@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.errors import ToolMissingError
-from kernelpilot.proc import communicate_or_kill
+from kernelpilot.proc import communicate_or_kill, spawn, stopping
 from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram
 
 LAUNCHER = """#!/bin/sh
@@ -447,7 +447,7 @@ def _build_now(
             )
             raise ToolMissingError(msg)
         # ninja -k 0: one failing config never stops the others
-        proc = subprocess.Popen(
+        proc = spawn(
             # niced: compiles must not steal the CPU from a benchmark running on the GPU meanwhile
             [
                 *(["nice", "-n", "10"] if shutil.which("nice") else []),
@@ -463,13 +463,17 @@ def _build_now(
             stderr=subprocess.STDOUT,
             text=True,
             env=env,
-            start_new_session=True,  # so a deadline can stop ninja and every compiler it started
+            guard=True,  # if this process dies, the guard kills ninja and every compile it started
         )
         ninja_out, _, stopped = communicate_or_kill(
             proc, None if deadline is None else max(1.0, deadline - time.time())
         )
         if stopped:
             ninja_out += "\nkernelpilot: build stopped at the run's time budget\n"
+        elif stopping() or (proc.returncode is not None and proc.returncode < 0):
+            # killed by a signal (Ctrl-C, SIGTERM): the configs did not fail, nothing is cached
+            stopped = True
+            ninja_out += f"\nkernelpilot: build interrupted (signal {-proc.returncode})\n"
     (project / "logs" / "ninja.log").write_text(ninja_out)
     wall = time.time() - t0
     for item in todo:
@@ -484,7 +488,7 @@ def _build_now(
         elif stopped:
             # not a failure of the config: the run ran out of time; nothing is cached, a rerun builds it
             outcomes[item.cache_key] = BuildOutcome(
-                item.cache_key, "not_built", None, None, wall, "time budget"
+                item.cache_key, "not_built", None, None, wall, "time budget or interrupted"
             )
         else:
             timed_out = "TIMEOUT" in text

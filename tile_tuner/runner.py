@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelpilot.proc import communicate_or_kill, spawn, stopping
 from kernelpilot.tile_tuner.kernel_api import (
     EXIT_CANNOT_RUN,
     EXIT_OK,
@@ -40,16 +41,20 @@ def run_program(
     full_env.update(env or {})
     t0 = time.time()
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=full_env, cwd=cwd)
-    except subprocess.TimeoutExpired:
-        return RunOutcome("timeout", None, time.time() - t0, f"killed after {timeout_s:.0f} s")
+        # own session, killed with this process (even by kill -9) and on Ctrl-C: kernelpilot.proc
+        proc = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env, cwd=cwd)
     except OSError as exc:
         return RunOutcome("crashed", None, time.time() - t0, f"could not start: {exc}")
+    stdout, stderr, timed_out = communicate_or_kill(proc, timeout_s)
+    if stopping():  # killed because the run is being interrupted: not a result of this config
+        raise KeyboardInterrupt("benchmark stopped by an interrupt")
+    if timed_out:
+        return RunOutcome("timeout", None, time.time() - t0, f"killed after {timeout_s:.0f} s")
     seconds = time.time() - t0
     try:
-        result = parse_result_line(proc.stdout)
+        result = parse_result_line(stdout)
     except ValueError as exc:
-        tail = (proc.stderr or proc.stdout or "").strip()[-400:]
+        tail = (stderr or stdout or "").strip()[-400:]
         return RunOutcome("crashed", None, seconds, f"exit {proc.returncode}, {exc}: {tail}")
     except Exception as exc:  # noqa: BLE001 - malformed JSON from a broken program
         return RunOutcome("crashed", None, seconds, f"exit {proc.returncode}, unparsable result line: {exc}")

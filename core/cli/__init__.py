@@ -82,16 +82,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     module = importlib.import_module(args._module)
+    from kernelpilot.proc import install_interrupt_handlers, stop_all
+
+    restore = install_interrupt_handlers()  # Ctrl-C / SIGTERM: child process trees are killed at once
     try:
         return int(module.run(args) or 0)
     except KernelpilotError as exc:
         print(f"kernelpilot {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
+        stop_all()
         print(f"kernelpilot {args.command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return EXIT_RUNTIME
+    finally:
+        restore()
 
 
 def entry() -> None:
