@@ -450,7 +450,7 @@ class TuneEngine:
         for item in rnd.items:
             per_state[id(item.state)] = per_state.get(id(item.state), 0) + 1
         # benchmark through the executor (serially here, in parallel on a GPU pool or a cluster);
-        # each result is recorded the moment it arrives (this process is the store's only writer)
+        # each result is recorded the moment it arrives (under its key lock: see tile_tuner.claims)
         # and fed back below in round order, so proposers see the same history on any executor
         requests = [
             MeasureRequest(i, item, outcomes.get(item.build.cache_key) if item.build else None)
