@@ -233,7 +233,12 @@ def load_settings(
     renamed = check_variables(user_variables(env_file), Settings.model_fields)
     merged = {**renamed, **normalized_spec, **normalized_cli}
     try:
-        return Settings(_env_file=env_file, **merged)  # type: ignore[call-arg]
+        settings = Settings(_env_file=env_file, **merged)  # type: ignore[call-arg]
+        if settings.openai_api_key is not None:  # from a flag, the spec or .env: redacted everywhere
+            from kernelpilot.secrets import add_secret
+
+            add_secret(settings.openai_api_key.get_secret_value())
+        return settings
     except ValidationError as exc:
         problems = []
         for err in exc.errors():

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 
 from kernelpilot import __version__
 from kernelpilot.errors import EXIT_RUNTIME, EXIT_USAGE, KernelpilotError
+from kernelpilot.proc import install_interrupt_handlers, stop_all
+from kernelpilot.secrets import RedactingStream
 
 # name -> (module, one-line help).  Other features add their command here.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -82,9 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     module = importlib.import_module(args._module)
-    from kernelpilot.proc import install_interrupt_handlers, stop_all
-
     restore = install_interrupt_handlers()  # Ctrl-C / SIGTERM: child process trees are killed at once
+    # every line printed (progress, errors, --json) goes through the secret redaction
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = RedactingStream(sys.stdout), RedactingStream(sys.stderr)
     try:
         return int(module.run(args) or 0)
     except KernelpilotError as exc:
@@ -97,6 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_RUNTIME
     finally:
+        sys.stdout, sys.stderr = streams
         restore()
 
 

@@ -14,7 +14,6 @@ marked ``interpreter``.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from typing import Any
 from kernelpilot.errors import InputError
 from kernelpilot.pipeline.contracts import Evaluation, Timing
 from kernelpilot.proc import communicate_or_kill
+from kernelpilot.secrets import scrubbed_environ
 from kernelpilot.spec import KernelSpec, ResolvedVariant, load_spec
 
 DEVICES = ("cuda", "xpu", "cpu")
@@ -239,7 +239,8 @@ class JobExecutor:
             raise RuntimeError(f"{type(self).__name__} names no worker_module")
         # The worker kit times with triton.testing.do_bench and runs Python kernels under Triton's
         # interpreter on the CPU; its compile cache stays in this executor's work folder.
-        env = dict(os.environ)
+        # candidate code runs in the worker: it gets no API keys, tokens or other secrets
+        env = scrubbed_environ()
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
         else:

@@ -75,5 +75,8 @@ class RunRecord:
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2, default=str), encoding="utf-8")
+        from kernelpilot.secrets import redact_obj
+
+        # redacted: an endpoint or a candidate that echoes an API key must not get it stored
+        tmp.write_text(json.dumps(redact_obj(asdict(self)), indent=2, default=str), encoding="utf-8")
         os.replace(tmp, path)

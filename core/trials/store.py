@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.errors import InputError
+from kernelpilot.secrets import redact, redact_obj
 
 SCHEMA_VERSION = "1"
 
@@ -256,7 +257,7 @@ class TrialStore:
                     code_file,
                     sha256_text(code),
                     time.time(),
-                    json.dumps(extra or {}),
+                    json.dumps(redact_obj(extra or {})),
                 ),
             )
         node = self.get(node_id)
@@ -295,7 +296,7 @@ class TrialStore:
                 " extra=? WHERE id=?",
                 (
                     verdict,
-                    message[:20000],
+                    redact(message[:20000]),
                     seed,
                     median_ms,
                     min_ms,
@@ -305,7 +306,7 @@ class TrialStore:
                     speedup_vs_parent,
                     reused_from,
                     time.time(),
-                    json.dumps(merged_extra),
+                    json.dumps(redact_obj(merged_extra)),
                     node_id,
                 ),
             )
@@ -320,7 +321,9 @@ class TrialStore:
             if row is None:
                 raise InputError(f"no trial {node_id!r} in {self.dir}", field="trial id")
             merged = {**json.loads(row["extra"] or "{}"), **values}
-            self._conn.execute("UPDATE nodes SET extra=? WHERE id=?", (json.dumps(merged), node_id))
+            self._conn.execute(
+                "UPDATE nodes SET extra=? WHERE id=?", (json.dumps(redact_obj(merged)), node_id)
+            )
 
     def mark_accepted(self, node_id: str, accepted: bool = True) -> None:
         with self._tx():

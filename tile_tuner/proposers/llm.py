@@ -10,9 +10,12 @@ and the violations are fed back in the next prompt.
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from typing import Any
 
+from kernelpilot.llm.client import LLMError
+from kernelpilot.secrets import redact
 from kernelpilot.tile_tuner.proposers.base import History, Proposer
 from kernelpilot.tile_tuner.proposers.simple import ModelProposer
 from kernelpilot.tile_tuner.space import config_key, config_label
@@ -61,6 +64,9 @@ def build_prompt(space: Any, history: History, n: int, device: Any) -> list[dict
         },
         {"role": "user", "content": text},
     ]
+
+
+log = logging.getLogger(__name__)
 
 
 class LLMProposer(Proposer):
@@ -118,11 +124,19 @@ class HybridProposer(Proposer):
         self._llm = LLMProposer(space, seed, **options)
         self._model = ModelProposer(space, seed, **options)
         self._seeded = False
+        self.llm_error: str | None = None  # why the LLM seeding failed, if it did
 
     def _propose(self, n: int, history: History) -> list[Any]:
         if not self._seeded:
             self._seeded = True
-            seeds = self._llm.propose(n, history)
+            try:
+                seeds = self._llm.propose(n, history)
+            except LLMError as exc:  # documented: the hybrid proposer falls back on the cost model
+                self.llm_error = redact(str(exc))
+                log.warning(
+                    "hybrid proposer: LLM failed (%s); the cost model proposes instead", self.llm_error
+                )
+                seeds = []
             if seeds:
                 return seeds
         return self._model.propose(n, history)
