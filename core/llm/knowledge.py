@@ -94,6 +94,23 @@ def _format_entry(kind: str, entry: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _format_reference(entry: dict[str, Any], folder: Path, max_code: int = 2500) -> str:
+    """A reference kernel: what it is, what to copy from it, and its code (without the docstring)."""
+    name = entry.get("id") or entry.get("file", "?")
+    head = f"[reference kernel] {name} ({entry.get('file', '')}): {str(entry.get('description', '')).strip()}"
+    if entry.get("shows"):
+        head += f"\nshows: {entry['shows']}"
+    path = folder / str(entry.get("file", ""))
+    if not path.is_file():
+        return head
+    code = path.read_text(encoding="utf-8")
+    if code.startswith('"""'):
+        code = code.split('"""', 2)[2].lstrip("\n")
+    if len(code) > max_code:
+        code = code[:max_code] + "\n# ... (cut)"
+    return f"{head}\n```python\n{code.rstrip()}\n```"
+
+
 def load_knowledge(
     dirs: list[Any], dsl: str, device: str, stage: str | None, *, max_chars: int = 12000
 ) -> list[str]:
@@ -103,6 +120,7 @@ def load_knowledge(
 
     constraints: list[str] = []
     patterns: list[str] = []
+    references: list[str] = []
     for root, path in kb_files(dirs, dsl, device):
         if path.suffix in (".yaml", ".yml"):
             try:
@@ -111,6 +129,11 @@ def load_knowledge(
                 continue  # a broken KB file must not break optimization; `skill validate` reports it
             if not isinstance(data, dict):
                 continue
+            if stage is not None:
+                for entry in data.get("reference_kernels", []) or []:
+                    stages = _entry_stages(entry) if isinstance(entry, dict) else []
+                    if isinstance(entry, dict) and (stages is None or stage in stages):
+                        references.append(_format_reference(entry, path.parent))
             for kind, bucket in (("constraint", constraints), ("pattern", patterns)):
                 if stage is None and kind == "pattern":
                     continue
@@ -124,7 +147,7 @@ def load_knowledge(
             patterns.append(path.read_text(encoding="utf-8").strip())
     snippets: list[str] = []
     used = 0
-    for text in constraints + patterns:
+    for text in constraints + patterns + references:
         if used + len(text) > max_chars:
             continue
         snippets.append(text)

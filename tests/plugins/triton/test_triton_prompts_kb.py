@@ -79,9 +79,16 @@ def test_kb_files_are_well_formed(dsl):
     assert files_
     for path in files_:
         data = yaml.safe_load(path.read_text())
-        assert set(data) <= {"patterns", "constraints"}, path
-        for entry in data.get("patterns", []) + data.get("constraints", []):
-            assert entry.get("id") and entry.get("name") and entry.get("description"), (path, entry)
+        assert set(data) <= {"patterns", "constraints", "reference_kernels"}, path
+        for entry in (
+            data.get("patterns", []) + data.get("constraints", []) + data.get("reference_kernels", [])
+        ):
+            assert (
+                entry.get("id") and (entry.get("name") or entry.get("file")) and entry.get("description")
+            ), (
+                path,
+                entry,
+            )
             stages = entry.get("stages", [])
             assert set(stages) <= set(STAGE_ORDER), (path, stages)
 
