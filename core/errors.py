@@ -30,6 +30,12 @@ class InputError(KernelpilotError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
+class NoLibraryDefaultError(InputError):
+    """The library has no default config for this problem (e.g. an attention head dim its examples do not
+    build).  An input error where a default is asked for by name; a tuner instead takes the model's best
+    legal config as its baseline and says so in the report."""
+
+
 class ToolMissingError(KernelpilotError):
     """A required external tool (compiler, headers, GPU) is not available on this machine."""
 

@@ -62,7 +62,9 @@ def moe_tokens(problem: dict[str, Any]) -> list[int]:
 def gemm_problems(problem: dict[str, Any], kernel: str) -> list[tuple[int, int, int]]:
     """The list of (M, N, K) GEMMs a problem stands for (one for plain GEMM, one per group/expert)."""
     if kernel == "grouped_gemm":
-        groups = problem.get("groups")
+        # per-group shapes: ``groups: [[M, N, K], ...]``, or ``shapes`` next to a group count (the form
+        # the SYCL plugin's validated problem has, where M, N, K are the largest extents)
+        groups = problem.get("shapes") if isinstance(problem.get("shapes"), list) else problem.get("groups")
         if isinstance(groups, list):
             out = []
             for i, g in enumerate(groups):

@@ -56,6 +56,12 @@ def dry_run(groups: list[Any], options: Any, device: Any) -> dict[str, Any]:
                         "violations": [
                             v.model_dump() if hasattr(v, "model_dump") else v for v in check.violations
                         ],
+                        # what the model knows but does not forbid (spill risk, low occupancy, an
+                        # element type no library build has run yet)
+                        "warnings": [
+                            v.model_dump() if hasattr(v, "model_dump") else v
+                            for v in getattr(check, "warnings", [])
+                        ],
                         "cmake_target": item.target,
                         "cache_key": item.cache_key,
                         "is_default": cfg is default,
@@ -73,6 +79,7 @@ def dry_run(groups: list[Any], options: Any, device: Any) -> dict[str, Any]:
                     "proposer": w.proposer,
                     "space_size": len(space),
                     "planned": entries,
+                    "baseline": {"source": space.default_source, "note": space.default_note},
                     "note": "llm/hybrid proposals need a live LLM; the plan holds the default only"
                     if proposer is None
                     else "",

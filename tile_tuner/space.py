@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelpilot.errors import InputError
+from kernelpilot.errors import InputError, NoLibraryDefaultError
 
 
 def config_key(config: Any) -> str:
@@ -77,6 +77,10 @@ class SearchSpace:
     configs: list[Any] = field(default_factory=list)
     by_key: dict[str, Any] = field(default_factory=dict)
     _estimates: dict[str, float] = field(default_factory=dict)
+    #: where default() came from: "library" (the library's untuned default) or "model_best" (no library
+    #: default exists for this problem; the cost model's best legal config stands in), with the reason
+    default_source: str = "library"
+    default_note: str = ""
 
     def __post_init__(self) -> None:
         seen: dict[str, Any] = {}
@@ -102,7 +106,19 @@ class SearchSpace:
         return len(self.configs)
 
     def default(self) -> Any:
-        return self.model.default_config(self.kernel, self.dtype, self.problem)
+        """The baseline every tuned config is compared with: the library default, or -- when the library
+        has none for this problem -- the model's best legal config (``default_source`` says which)."""
+        try:
+            return self.model.default_config(self.kernel, self.dtype, self.problem)
+        except NoLibraryDefaultError as exc:
+            ranked = self.ranked()
+            if not ranked:
+                raise
+            self.default_source = "model_best"
+            self.default_note = (
+                f"{exc}; baseline is the model's best legal config {config_label(ranked[0])} instead"
+            )
+            return ranked[0]
 
     def estimate(self, cfg: Any) -> float:
         key = config_key(cfg)

@@ -25,7 +25,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from kernelpilot.errors import InputError
+from kernelpilot.errors import InputError, NoLibraryDefaultError
 from kernelpilot.hw_models.base import (
     ceil_div,
     check_problem_dtype,
@@ -251,7 +251,7 @@ def default_fmha(kernel: str, pair: DTypePair, problem: dict[str, Any] | None) -
         256: (128, 128) if pair.max_bits == 8 else (128, 64),
     }
     if d not in table:
-        raise InputError(
+        raise NoLibraryDefaultError(
             f"no library default Hopper FMHA config for head_dim={d}; the example has {sorted(table)}",
             field="head_dim",
         )

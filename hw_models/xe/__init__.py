@@ -11,7 +11,7 @@ Kernel kinds and their config fields:
 * ``gemm`` / ``grouped_gemm`` / ``moe_gemm``: ``wg: [M, N, K]``, ``sg: [SG_M, SG_N, SG_K]`` (omit to
   derive it exactly as the CollectiveBuilder does, which can produce illegal layouts),
   ``stages`` (L1 prefetch distance; default = what the builder/example uses), ``schedule``
-  (default | streamk | splitk | persistent), ``mma_atom`` (optional explicit atom, new
+  (default | streamk | splitk; ``persistent`` is read as ``default``), ``mma_atom`` (optional explicit atom, new
   ``XE_DPAS_TT<...>`` or legacy ``XE_8x16x16_F32BF16BF16F32_TT`` vocabulary).
 * ``fa_prefill`` / ``fa_decode``: ``qk: [Q, K, D]``, ``pv: [Q, V, K]``, ``out: [Q, V]``,
   ``sg_qk: [SG_Q, SG_K, 1]``, ``sg_pv`` (optional, default ``(SG_Q, 1, SG_K)``), ``head_dim``,

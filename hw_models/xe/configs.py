@@ -20,7 +20,12 @@ from kernelpilot.hw_models.xe.dpas import (
 GEMM_KERNELS = ("gemm", "grouped_gemm", "moe_gemm")
 FA_KERNELS = ("fa_prefill", "fa_decode")
 KERNELS = GEMM_KERNELS + FA_KERNELS
-SCHEDULES = ("default", "streamk", "splitk", "persistent")
+SCHEDULES = ("default", "streamk", "splitk")
+#: schedule names accepted as another: ``persistent`` puts a PersistentScheduler on KernelXe, which
+#: selects the same data-parallel launch as ``default`` (sycl-tla v0.9.1
+#: include/cutlass/gemm/kernel/xe_gemm.hpp:82-87 scheduler selection, :185-193 one work-group per tile),
+#: so a separate build would only measure the same kernel twice
+SCHEDULE_ALIASES = {"persistent": "default"}
 GEMM_FIELDS = ("kernel", "dtype", "wg", "sg", "stages", "schedule", "mma_atom", "atom_m")
 FA_FIELDS = (
     "kernel",

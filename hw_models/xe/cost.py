@@ -10,6 +10,7 @@ from typing import Any
 from kernelpilot.hw_models.base import ceil_div
 from kernelpilot.hw_models.catalogue import Device
 from kernelpilot.hw_models.problems import attention_dims, batch, gemm_problems
+from kernelpilot.hw_models.xe.launch import one_work_group_per_core
 
 # Per Xe-core and clock.  XMX: Xe2 2048 / Xe-HPC 4096 dense 16-bit FLOP per clock are already in the
 # catalogue's peak_tflops; the feed constants below are calibration targets (no Intel GPU measured).
@@ -39,11 +40,12 @@ def xe_gemm_time_s(cfg: Any, problem: dict[str, Any], device: Device) -> float:
     out_bytes = 4.0
     clock = _xe_clock_hz(device)
     cores = device.cores
-    per_core_flops = device.peak(cfg.dtype.a if cfg.dtype.a == cfg.dtype.b else "bf16") * 1e12 / cores
+    per_core_flops = device.peak(cfg.dtype) * 1e12 / cores  # the rate of the DPAS that does the math
 
-    # occupancy: work-groups per core limited by hardware threads in 256-GRF mode (32 per core)
+    # occupancy: work-groups per core limited by hardware threads in 256-GRF mode (32 per core); the
+    # grouped and MoE schedulers launch exactly one work-group per Xe-core (see .launch)
     threads = XE_VE_PER_CORE * XE_THREADS_PER_VE_LARGE_GRF
-    wgs_per_core = max(1, threads // nsg)
+    wgs_per_core = 1 if one_work_group_per_core(cfg.kernel) else max(1, threads // nsg)
     resident = wgs_per_core * nsg
     # all 8 vector engines need a thread, and >= 2 threads per engine hide load latency
     busy = min(1.0, resident / XE_VE_PER_CORE) * (0.75 if resident < 2 * XE_VE_PER_CORE else 1.0)
@@ -109,7 +111,8 @@ def xe_fa_time_s(cfg: Any, problem: dict[str, Any], device: Device) -> float:
     cores = device.cores
     per_core_flops = device.peak("f16" if cfg.dtype.a not in ("bf16", "f16") else cfg.dtype.a) * 1e12 / cores
     threads = XE_VE_PER_CORE * XE_THREADS_PER_VE_LARGE_GRF
-    wgs_per_core = max(1, threads // nsg)
+    # the persistent decode kernel launches exactly one work-group per Xe-core (see .launch)
+    wgs_per_core = 1 if one_work_group_per_core(cfg.kernel, cfg.persistent) else max(1, threads // nsg)
     resident = wgs_per_core * nsg
     busy = min(1.0, resident / XE_VE_PER_CORE)
     eff = 0.6 * busy

@@ -22,6 +22,12 @@ from kernelpilot.hw_models.xe.configs import (
     default_stages,
 )
 from kernelpilot.hw_models.xe.fa_legacy import XeLegacyFaRules
+from kernelpilot.hw_models.xe.launch import (
+    MAX_FA_PARTITIONS,
+    THREADS_PER_CORE_LARGE_GRF,
+    core_occupancy,
+    fa_partitions,
+)
 
 
 class XeFaRules(XeLegacyFaRules):
@@ -202,6 +208,43 @@ class XeFaRules(XeLegacyFaRules):
                 f"persistent kernel needs batch*num_heads_q <= Xe-cores ({cores} on {self.default_device}), "
                 f"got {dims['batch'] * dims['num_heads_q']}",
             )
+            # one work-group per Xe-core (xe_tile_scheduler.hpp:125) shares out every (batch, head)'s KV
+            # blocks; a (batch, head) spread over more than 8 work-groups writes past its 8 partial-result
+            # slots (xe_fmha_fwd_kernel.hpp:371,632): wrong results, not an error
+            parts = fa_partitions(dims["batch"] * dims["num_heads_q"], dims["seq_kv"], cfg.qk[1], cores)
+            out.require(
+                parts <= MAX_FA_PARTITIONS,
+                "xe.fa.persistent_partitions",
+                f"persistent decode splits a (batch, head) over {parts} work-groups on {cores} Xe-cores "
+                f"(seq_kv={dims['seq_kv']}, KV tile {cfg.qk[1]}), more than the kernel's {MAX_FA_PARTITIONS} "
+                "partial-result slots (xe_fmha_fwd_kernel.hpp:371): use a larger KV tile or the non-persistent kernel",
+            )
+            nsg = cfg.sg_qk[0] * cfg.sg_qk[1] * cfg.sg_qk[2]
+            occ = core_occupancy(nsg, one_per_core=True)
+            if occ < 1.0:
+                out.warn(
+                    "xe.occupancy",
+                    f"the persistent scheduler launches one work-group per Xe-core: {nsg} subgroups keep "
+                    f"{nsg} of {THREADS_PER_CORE_LARGE_GRF} hardware threads busy ({occ:.0%} occupancy)",
+                )
+        if cfg.causal and dims["seq_qo"] > dims["seq_kv"]:
+            # sycl-tla skips every subgroup whose first query row sees no key (xe_fmha_fwd_kernel.hpp:224-226):
+            # the rows above seq_qo - seq_kv are never written, and a subgroup straddling that line leaves
+            # its visible rows unwritten too
+            discard = dims["seq_qo"] - dims["seq_kv"]
+            q_sg = cfg.qk[0] // max(1, cfg.sg_qk[0])
+            if out.require(
+                discard % q_sg == 0,
+                "xe.fa.causal_discard",
+                f"causal with seq_qo - seq_kv = {discard} rows that see no key, not a multiple of the "
+                f"{q_sg} query rows per subgroup: the subgroup straddling row {discard} is skipped and rows "
+                "that do see keys are never written (xe_fmha_fwd_kernel.hpp:224-226)",
+            ):
+                out.warn(
+                    "xe.fa.causal_unwritten_rows",
+                    f"causal with seq_qo > seq_kv: the first {discard} query rows see no key and the kernel "
+                    "leaves them unwritten (their content is undefined; the program does not compare them)",
+                )
         if problem.get("causal") is not None and bool(problem["causal"]) != cfg.causal:
             out.fail(
                 "xe.fa.causal_mismatch",

@@ -27,6 +27,12 @@ from kernelpilot.hw_models.xe.dpas import (
     DpasAtom,
     accumulator_for,
 )
+from kernelpilot.hw_models.xe.launch import (
+    MIN_BLOCK2D_PITCH_BYTES,
+    THREADS_PER_CORE_LARGE_GRF,
+    core_occupancy,
+    one_work_group_per_core,
+)
 
 
 class XeGemmRules(TargetModel):
@@ -107,6 +113,25 @@ class XeGemmRules(TargetModel):
             f"WG_K={wk} is not a multiple of DPAS_K*SG_K={atom.k}*{sg[2]}={need_k} for {atom.type_a} x {atom.type_b} "
             "DPAS (K = 256/bits, mma_xe.hpp:50; xe_mma.hpp:91)",
         )
+        # -- occupancy: the grouped and MoE schedulers launch one work-group per Xe-core
+        # (tile_scheduler_params.h:1196, moe_tile_scheduler.hpp:108)
+        if one_work_group_per_core(cfg.kernel):
+            nsg = cfg.num_sg()
+            occ = core_occupancy(nsg, one_per_core=True)
+            if occ < 1.0:
+                out.warn(
+                    "xe.occupancy",
+                    f"{cfg.kernel} launches one work-group per Xe-core: {nsg} subgroups keep {nsg} of "
+                    f"{THREADS_PER_CORE_LARGE_GRF} hardware threads busy ({occ:.0%} occupancy)",
+                )
+        # -- element types no library build has run on the current API
+        if cfg.kernel in ("gemm", "grouped_gemm") and (not cfg.dtype.same or cfg.dtype.max_bits < 8):
+            out.warn(
+                "xe.experimental_dtype",
+                f"experimental: {cfg.dtype.label()} dense GEMM renders and passes the host compile, but no "
+                "sycl-tla example builds it on the current API (its mixed-type examples use the legacy "
+                "mainloop) and no icpx build of it has run yet",
+            )
         # -- scheduler compatibility
         if cfg.kernel == "grouped_gemm":
             # xe_gemm_array_cooperative.hpp:97 static_assert(is_same_v<TileScheduler_, GroupScheduler>)
@@ -233,6 +258,20 @@ class XeGemmRules(TargetModel):
                     f"{tag}{side}: contiguous extent {contig[0]}={contig[1]} is not a multiple of {elems} elements "
                     f"(16 bytes for block-2D copies, xe_mma.hpp can_implement)",
                 )
+            for side, bits, contig in (
+                ("A", cfg.dtype.bits_a, ("K", k) if layout[0] == "r" else ("M", m)),
+                ("B", cfg.dtype.bits_b, ("N", n) if layout[1] == "r" else ("K", k)),
+                ("D", out_bits, ("N", n)),
+            ):
+                pitch = contig[1] * bits // 8
+                if pitch < MIN_BLOCK2D_PITCH_BYTES:
+                    out.warn(
+                        "xe.pitch_64",
+                        f"{tag}{side}: row pitch {pitch} B ({contig[0]}={contig[1]}) is below "
+                        f"{MIN_BLOCK2D_PITCH_BYTES} B: legal to sycl-tla's can_implement (16 B), but Intel's "
+                        "Triton backend uses block-2D loads only from 64 B; untested on hardware (the "
+                        "program's verification of the timed problem covers it)",
+                    )
             if nb > 1:
                 for side, bits, stride in (("A", cfg.dtype.bits_a, m * k), ("B", cfg.dtype.bits_b, k * n)):
                     elems = 512 // bits

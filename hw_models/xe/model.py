@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from kernelpilot.errors import InputError
+from kernelpilot.errors import InputError, NoLibraryDefaultError
 from kernelpilot.hw_models.base import (
     bool_value,
     choice,
@@ -29,6 +29,7 @@ from kernelpilot.hw_models.xe.configs import (
     GEMM_FIELDS,
     KERNELS,
     MAX_SG,
+    SCHEDULE_ALIASES,
     SCHEDULES,
     XeFaConfig,
     XeGemmConfig,
@@ -73,7 +74,13 @@ class XeModel(XeGemmRules, XeFaRules):
             sg_raw = int_tuple(raw["sg"], where, "sg", (2, 3))
             sg = sg_raw if len(sg_raw) == 3 else (sg_raw[0], sg_raw[1], 1)
         stages = int_value(raw.get("stages", default_stages(kernel)), where, "stages", minimum=1)
-        schedule = choice(raw.get("schedule", "default"), SCHEDULES, where, "schedule")
+        raw_schedule = raw.get("schedule", "default")
+        raw_schedule = (
+            SCHEDULE_ALIASES.get(raw_schedule, raw_schedule)
+            if isinstance(raw_schedule, str)
+            else raw_schedule
+        )
+        schedule = choice(raw_schedule, SCHEDULES, where, "schedule")
         atom = raw.get("mma_atom")
         if atom is not None:
             if not isinstance(atom, str):
@@ -252,7 +259,7 @@ class XeModel(XeGemmRules, XeFaRules):
                 192: ((256, 64, 32), (256, 32, 64), (256, 192), (32, 1, 1)),
             }
             if hd not in table:
-                raise InputError(
+                raise NoLibraryDefaultError(
                     f"no library default fa_prefill config for head_dim={hd}; the library has {sorted(table)}",
                     field="head_dim",
                 )
@@ -261,7 +268,7 @@ class XeModel(XeGemmRules, XeFaRules):
                 kernel=kernel, dtype=pair, qk=qk, pv=pv, out=o, sg_qk=sg, head_dim=hd, stages=2, causal=causal
             )
         if hd not in FA_TESTED_HEAD_DIMS:
-            raise InputError(
+            raise NoLibraryDefaultError(
                 f"no library default fa_decode config for head_dim={hd}; the library has {list(FA_TESTED_HEAD_DIMS)}",
                 field="head_dim",
             )

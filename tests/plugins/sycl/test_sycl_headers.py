@@ -23,12 +23,16 @@ pytestmark = pytest.mark.slow
 KERNELS = {k.kind: k for k in all_kernels()}
 
 
+NO_FA_REASON: list[str] = []  # why the tree has no applications/ (filled by the fixture)
+
+
 @pytest.fixture(scope="module")
 def tree(request: pytest.FixtureRequest) -> sycl_tla.SyclTlaTree:
     try:
-        found, _ = sycl_tla_tree(cache_root(request.config), applications=True)
+        found, why_no_fa = sycl_tla_tree(cache_root(request.config), applications=True)
     except Unavailable as exc:
         pytest.skip(str(exc))
+    NO_FA_REASON.append(why_no_fa or "")
     return found
 
 
@@ -72,7 +76,7 @@ def test_programs_only_use_headers_and_names_sycl_tla_has(tree: sycl_tla.SyclTla
     if kind.startswith("fa_") and tree.applications is None:
         pytest.skip(
             f"{tree.root} ({tree.source}) has no applications/flash_attention_v2 -- the sycl-tla wheel does not "
-            "ship it; set SYCL_TLA_DIR to a sycl-tla v0.9.1 checkout to check the flash-attention programs"
+            f"ship it: {NO_FA_REASON[-1] if NO_FA_REASON else ''}"
         )
     dims, dts = PROBLEMS[kind]
     checked = 0

@@ -44,9 +44,15 @@ def test_xeforge_yaml_dry_run_renders_programs_and_project(cli, tmp_path: Path, 
         assert workload["kernel"] == kind and workload["planned"]
         assert all(entry["valid"] for entry in workload["planned"]), workload["name"]
         assert workload["planned"][0]["is_default"]  # the library default is always planned first
+        assert workload["baseline"] == {"source": "library", "note": ""}
     proj = Path(project["project"])
     cmake = (proj / "CMakeLists.txt").read_text()
-    assert '"SHELL:-Xsycl-target-backend=spir64_gen \\"-device bmg-g21\\""' in cmake and '"-fsycl"' in cmake
+    # no device chosen: both BMG dies, 256 GRF on the link line
+    assert (
+        '"SHELL:-Xsycl-target-backend=spir64_gen \\"-device bmg-g21,bmg-g31 -options -cl-intel-256-GRF-per-thread\\""'
+        in cmake
+        and '"-fsycl"' in cmake
+    )
     programs = sorted(proj.glob(f"kp_*/{kind}.cpp"))
     assert len(programs) == project["programs"]
     for src in programs:
@@ -87,3 +93,26 @@ def test_real_run_without_icpx_stops_before_doing_anything(cli, tmp_path: Path) 
     assert "Traceback" not in proc.stderr
     assert not out.exists()  # no outputs, no project, no build
     assert not list(tmp_path.glob("home/build_cache/*"))
+
+
+def test_head_dim_without_library_default_tunes_from_the_models_best_config(cli, tmp_path: Path) -> None:
+    """Phi-2 attention (head_dim 80): sycl-tla's examples build no config for it, but the model has legal
+    ones.  The batch is planned with the model's best legal config as the baseline, and the plan says so,
+    instead of refusing the batch."""
+    batch = tmp_path / "phi2.yaml"
+    batch.write_text(
+        "mode: fa2\ndtype: bf16\nfa_mode: prefill\ncausal: true\nmax_rounds: 1\ntune-xpu:\n"
+        "  - name: phi2_prefill\n"
+        "    dims: {head_dim: 80, batch: 1, num_heads_q: 32, num_heads_kv: 32, seq_qo: 2048, seq_kv: 2048}\n"
+    )
+    out = tmp_path / "out"
+    env = {"KERNELPILOT_HOME": str(tmp_path / "home"), "KERNELPILOT_AOT_DEVICE": ""}
+    proc = cli("tune", str(batch), "--target", "bmg", "--dry-run", "--out", str(out), env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (workload,) = json.loads((out / "plan.json").read_text())["workloads"]
+    assert workload["baseline"]["source"] == "model_best"
+    assert "no library default fa_prefill config for head_dim=80" in workload["baseline"]["note"]
+    first = workload["planned"][0]
+    assert first["is_default"] and first["valid"] and first["label"] in workload["baseline"]["note"]
+    # it is the cost model's best: no planned config is estimated faster
+    assert first["estimate_s"] == min(e["estimate_s"] for e in workload["planned"])
