@@ -672,6 +672,12 @@ def summarize_state(s: WorkloadState, target: str, device: Any, kernel: Any) -> 
         "speedup_vs_default": (default.time_ms / best.time_ms)
         if (best and default and default.time_ms)
         else None,
+        # "library": the library's untuned default; "model_best": the library has none for this problem
+        # and the model's best legal config is the baseline (note says why)
+        "baseline": {
+            "source": getattr(s.space, "default_source", "library"),
+            "note": getattr(s.space, "default_note", ""),
+        },
         "measured_configs": s.measured,
         "best_trace_ms": s.best_trace,
         "stop_reason": s.stop_reason,
