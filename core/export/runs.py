@@ -152,7 +152,7 @@ def load_run(path: Path) -> ExportSource:
                     "workload": wl.get("name"),
                     "device": wl.get("device") or doc.get("device"),
                     "search_time_ms": best.get("search_ms") or best["time_ms"],
-                    "vendor": vendor_doc.get("label")
+                    "vendor": (vendor_doc.get("backend") or vendor_doc.get("label"))
                     if isinstance(vendor_doc := wl.get("vendor"), dict)
                     else None,
                 },

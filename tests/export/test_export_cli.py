@@ -210,7 +210,8 @@ def test_export_from_a_run_and_merge_of_runs(tmp_path, toy_run):
     best.update(confirmed=True, confirmed_ms=best["time_ms"] * 1.01, search_ms=best["time_ms"])
     best["time_ms"] = best["confirmed_ms"]
     doc_b["workloads"][0]["vendor"] = {
-        "label": "cublas",
+        "label": "vendor",
+        "backend": "cublas",
         "role": "vendor",
         "confirmed_ms": best["search_ms"] * 1.1,
     }
