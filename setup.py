@@ -30,6 +30,7 @@ DATA_GLOBS = [
     "*.hpp",
     "*.py",
     "*.cmake",
+    "py.typed",
 ]
 
 packages: list[str] = []

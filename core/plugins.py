@@ -1,11 +1,15 @@
 """Plugin discovery through the ``kernelpilot.plugins`` entry-point group.
 
 Each entry point is loaded on its own; a plugin that fails to import is recorded with its error and
-the rest still load, so one broken third-party package never takes the tool down.
+the rest still load, so one broken third-party package never takes the tool down.  After registering a
+plugin the registry asks pluggy (``check_pending``) whether it implements a hook nobody specified: a
+misspelled hook (``kp_tile_kernel``) would otherwise load "fine" and never be called, so the plugin is
+unregistered and its record says which hook is unknown and what it probably meant.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
 import traceback
 from dataclasses import dataclass, field
@@ -33,7 +37,7 @@ class PluginRecord:
 
     @property
     def available(self) -> bool:
-        return self.loaded and (self.info.available if self.info else True)
+        return self.loaded and not self.error and (self.info.available if self.info else True)
 
     @property
     def reason(self) -> str:
@@ -109,6 +113,12 @@ class PluginRegistry:
             record.error = f"registration failed: {exc}"
             self.records.append(record)
             return
+        unknown = self._unknown_hooks(plugin)
+        if unknown:
+            self.manager.unregister(plugin)
+            record.error = unknown
+            self.records.append(record)
+            return
         record.loaded = True
         record.hooks = sorted(
             impl.name
@@ -122,6 +132,35 @@ class PluginRegistry:
             except Exception as exc:
                 record.error = f"kp_plugin_info failed: {exc}"
         self.records.append(record)
+
+    def _unknown_hooks(self, plugin: object) -> str | None:
+        """pluggy's ``check_pending`` for the plugin just registered: a sentence naming each hook
+        implementation with no specification (and the specified hook it most likely meant), or None.
+
+        Plugins are validated one at a time as they register, so any pending hook belongs to this one.
+        """
+        try:
+            self.manager.check_pending()
+        except pluggy.PluginValidationError:
+            pass
+        else:
+            return None
+        names = sorted(
+            caller.name
+            for caller in self.manager.get_hookcallers(plugin) or []
+            if caller.spec is None
+            and any(not impl.optionalhook for impl in caller.get_hookimpls() if impl.plugin is plugin)
+        )
+        if not names:
+            return None
+        parts = []
+        for name in names:
+            guess = difflib.get_close_matches(name, hookspecs.HOOK_NAMES, n=1)
+            parts.append(f"{name} (did you mean {guess[0]}?)" if guess else name)
+        return (
+            f"unknown hook{'s' if len(parts) > 1 else ''} {', '.join(parts)}; "
+            f"specified hooks: {', '.join(hookspecs.HOOK_NAMES)}"
+        )
 
     def collect(self, hook_name: str, **kwargs: Any) -> list[Any]:
         """Call a list-returning hook and flatten the contributions of every plugin."""

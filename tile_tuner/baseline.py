@@ -57,11 +57,8 @@ def plan_for(kernel: Any, problem: dict[str, Any], target: str, bench_args: dict
         reason=f"the {getattr(kernel, 'backend', '?')} backend supplies no vendor baseline for "
         f"{getattr(kernel, 'kind', '?')} on {target}",
     )
-    hook = getattr(kernel, "vendor_baseline", None)
-    if hook is None:
-        return none
     try:
-        plan = hook(problem, target, dict(bench_args))
+        plan = kernel.vendor_baseline(problem, target, dict(bench_args))
     except Exception as exc:  # noqa: BLE001 - a broken planner must not kill the run; say why
         return VendorPlan(name="none", reason=f"vendor baseline planner failed: {type(exc).__name__}: {exc}")
     return plan if isinstance(plan, VendorPlan) else none  # a no-op default (None) means: none here

@@ -38,9 +38,8 @@ def finalists_of(state: Any, n: int) -> list[Any]:
 def variants_for(kernel: Any, config: Any, problem: dict[str, Any], runtime: dict[str, Any] | None) -> list:
     """The run-time variant the search found best for ``config`` (all variants when it cannot be told)."""
     variants = list(kernel.runtime_variants(config, problem))
-    hook = getattr(kernel, "variant_from_runtime", None)
-    if hook is not None and runtime:
-        found = hook(runtime)
+    if runtime:
+        found = kernel.variant_from_runtime(runtime)
         if found is not None:
             return [found]
     for v in variants:
@@ -53,7 +52,7 @@ def program_run(kernel: Any, binary: Any, problem: dict[str, Any], variants: lis
     """A fresh run of one built config restricted to ``variants``; the same command as the search."""
 
     def run() -> tuple[str, str, dict[str, Any] | None, float]:
-        if getattr(kernel, "runs_variants_in_one_process", False):
+        if kernel.runs_variants_in_one_process:
             runtime = {**options.bench_args, "variants": variants}
         else:
             runtime = {**options.bench_args, **(variants[0] if variants else {})}

@@ -155,9 +155,7 @@ class LocalBackend:
         self.recipe = kernel.build_recipe(
             target, {**options.kernel_options, "build_timeout_s": options.build_timeout_s}
         )
-        check = getattr(kernel, "check_runtime", None)
-        if check is not None:  # optional TileKernel method: raise ToolMissingError before any build
-            check()
+        kernel.check_runtime()  # raises ToolMissingError before any build (TileKernelBase: no-op)
         self.cache = BuildCache(options.cache_dir)
         self.device_name = detect_device_name(options.device)
         self.toolchain = self.recipe.toolchain_version
@@ -201,7 +199,7 @@ def measure_binary(
     """Run one built config on one problem (all run-time variants); also called on Dask GPU workers."""
     variants = kernel.runtime_variants(config, problem)
     runtime: dict[str, Any] = dict(bench_args)
-    if getattr(kernel, "runs_variants_in_one_process", False):
+    if kernel.runs_variants_in_one_process:
         runtime["variants"] = variants
         argv, env = kernel.run_command(binary, problem, runtime)
         run = run_program(argv, {**env, **(extra_env or {})}, timeout_s)
@@ -360,7 +358,7 @@ class TuneEngine:
             toolchain=self.backend.toolchain,
             library=self.backend.library,
             template_version=self.kernel.template_version
-            + (f"/{self.kernel.variants_version}" if getattr(self.kernel, "variants_version", "") else ""),
+            + (f"/{self.kernel.variants_version}" if self.kernel.variants_version else ""),
             kernel=state.workload.kernel,
             dtype=state.problem["dtype"],
             layout=str(state.problem.get("layout", "")),
@@ -633,7 +631,7 @@ def summarize_state(s: WorkloadState, target: str, device: Any, kernel: Any) -> 
         except Exception:  # noqa: BLE001
             peak = None
     flops = kernel.flops(s.problem)
-    min_bytes = kernel.min_bytes(s.problem) if hasattr(kernel, "min_bytes") else None
+    min_bytes = kernel.min_bytes(s.problem)
     disagreements = [
         {"label": t.label, "config": t.config, "status": t.status, "reason": t.reason}
         for t in s.tried

@@ -6,8 +6,9 @@ A backend plugin (``cuda``, ``sycl``, or a third party) returns :class:`TileKern
 programs with CMake + ninja, runs each binary, and parses its single JSON line with
 :func:`parse_result_line`.  Both backends print the same JSON schema and use the same exit codes.
 
-Optional extensions (all backward compatible: the tuner uses ``getattr`` with a default, so a kernel
-without them keeps working; the CUDA GEMM in ``dsl_plugins/cuda/gemm.py`` implements all of them):
+Optional extensions (:class:`TileKernelBase` gives each a no-op default, so a kernel that subclasses it
+implements only what it has and the tuner calls them directly; the CUDA GEMM in
+``dsl_plugins/cuda/gemm.py`` implements all of them):
 
 * ``runs_variants_in_one_process: bool = False`` -- when True, the tuner calls ``run_command`` ONCE per
   (config, problem) with ``runtime = {"variants": runtime_variants(...), **bench_args}``; the program
@@ -20,7 +21,7 @@ without them keeps working; the CUDA GEMM in ``dsl_plugins/cuda/gemm.py`` implem
   it is appended to the template version in the results-store key (not in the build-cache key).
 * ``check_runtime() -> None`` -- called before the first build of a real (not dry-run, not replay)
   run; raise ``ToolMissingError`` when the device or runtime is missing, so nothing is built in vain.
-* ``min_bytes(problem) -> float`` -- compulsory device-memory traffic, for the roofline plot.
+* ``min_bytes(problem) -> float | None`` -- compulsory device-memory traffic, for the roofline plot.
 * ``vendor_baseline(problem, target, bench_args) -> baseline.VendorPlan`` -- what a user would call
   instead (cuBLAS, SDPA, oneDNN): a worker command printing this module's JSON line, or a reason why
   none can run; measured in the confirmation rounds (:mod:`kernelpilot.tile_tuner.confirm`).
@@ -205,3 +206,43 @@ class TileKernel(Protocol):
     def flops(self, problem: dict[str, Any]) -> float:
         """Useful floating-point operations of one run of ``problem`` (for TFLOP/s and peak checks)."""
         ...
+
+    # optional extensions (TileKernelBase has the defaults; see the module docstring)
+    runs_variants_in_one_process: bool
+    variants_version: str
+
+    def check_runtime(self) -> None: ...
+
+    def min_bytes(self, problem: dict[str, Any]) -> float | None: ...
+
+    def vendor_baseline(self, problem: dict[str, Any], target: str, bench_args: dict[str, Any]) -> Any: ...
+
+    def variant_from_runtime(self, runtime: dict[str, Any]) -> dict[str, Any] | None: ...
+
+
+class TileKernelBase:
+    """Base class of tile kernels: the optional extensions of :class:`TileKernel` with no-op defaults.
+
+    A kernel subclasses it and overrides what it supports, so the tuner calls ``check_runtime()`` or
+    ``min_bytes(problem)`` directly instead of probing with ``getattr``.  The required members
+    (``kind``, ``render``, ``run_command``, ...) are the kernel's own.
+    """
+
+    runs_variants_in_one_process: bool = False
+    variants_version: str = ""
+
+    def check_runtime(self) -> None:
+        """Raise ``ToolMissingError`` when the device or runtime is missing; default: nothing to check."""
+
+    def min_bytes(self, problem: dict[str, Any]) -> float | None:
+        """Compulsory device-memory traffic of ``problem`` (roofline plot); default: unknown."""
+        return None
+
+    def vendor_baseline(self, problem: dict[str, Any], target: str, bench_args: dict[str, Any]) -> Any:
+        """A ``baseline.VendorPlan`` for what a user would call instead; default None: no baseline."""
+        return None
+
+    def variant_from_runtime(self, runtime: dict[str, Any]) -> dict[str, Any] | None:
+        """The ``runtime_variants`` entry a program's reported ``runtime`` came from; default None:
+        match the knobs by name."""
+        return None

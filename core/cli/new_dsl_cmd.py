@@ -32,12 +32,18 @@ def scaffold(name: str, output: Path, force: bool = False) -> list[Path]:
     import jinja2
 
     package = f"kernelpilot_{name}"
-    context = {"name": name, "package": package, "dist_name": f"kernelpilot-{name.replace('_', '-')}"}
+    context = {
+        "name": name,
+        "package": package,
+        "dist_name": f"kernelpilot-{name.replace('_', '-')}",
+        "class_prefix": "".join(part.capitalize() for part in name.split("_")),
+    }
     templates = files("kernelpilot.scaffold")
     layout = {
         "pyproject.toml": "pyproject.toml.j2",
         f"src/{package}/__init__.py": None,
         f"src/{package}/plugin.py": "plugin.py.j2",
+        f"src/{package}/target.py": "target.py.j2",
         f"src/{package}/prompts/optimize.md.j2": "prompt.md.j2",
         f"src/{package}/knowledge_base/README.md": None,
         "tests/test_plugin.py": "test_plugin.py.j2",

@@ -288,9 +288,7 @@ def _run_pipeline(args, session, engine, stages, correctness_only, log, profiler
 def _run_claude(args, session, log) -> int:
     from kernelpilot.engines.claude_workspace import launch_claude, write_workspace
 
-    close = getattr(session.executor, "close", None)
-    if close:
-        close()
+    session.executor.close()
     workspace = session.settings.workspace or Path("claude_workspace") / (
         args.name or session.kernel_path.stem
     )

@@ -121,26 +121,31 @@ def _tolerance_cli(args: argparse.Namespace) -> dict[str, Any]:
     return {"correctness_rtol": getattr(args, "rtol", None), "correctness_atol": getattr(args, "atol", None)}
 
 
-def _detect_dsl_only(path: Path, dsl: str | None) -> tuple[str, Any, Any]:
+def _detect_dsl_only(path: Path, dsl: str | None) -> tuple[str, Any]:
+    """``--dsl`` (checked) or the DSL that claims the file; no executor is built."""
+    from kernelpilot.errors import InputError
     from kernelpilot.fileio import read_text
-    from kernelpilot.pipeline.setup import detect_dsl
+    from kernelpilot.pipeline.setup import claimed_dsl, known_dsls
     from kernelpilot.plugins import get_registry
     from kernelpilot.settings import load_settings
 
     read_text(path, what="kernel file")
+    load_settings()  # a broken .env is reported here too, never ignored
     registry = get_registry()
-    dsl_name, executor = detect_dsl(registry, path, dsl, "cpu", load_settings())
-    return dsl_name, executor, registry
+    if dsl:
+        if dsl not in known_dsls(registry):
+            raise InputError(
+                f"unknown dsl {dsl!r}; installed: {', '.join(known_dsls(registry))}", field="--dsl"
+            )
+        return dsl, registry
+    return claimed_dsl(registry, path), registry
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from kernelpilot.engines.selection import stage_objects
     from kernelpilot.pipeline.static_analysis import static_issues
 
-    dsl, executor, registry = _detect_dsl_only(args.file, args.dsl)
-    getattr(executor, "close", lambda: None)()
-    _, analyzers = stage_objects(registry.collect("kp_stages"))
-    issues = static_issues(args.file.read_text(encoding="utf-8"), dsl, analyzers)
+    dsl, registry = _detect_dsl_only(args.file, args.dsl)
+    issues = static_issues(args.file.read_text(encoding="utf-8"), dsl, registry.collect("kp_analyzers"))
     lines = [f"{args.file} ({dsl}): {len(issues)} issue(s)"]
     for issue in issues:
         where = f"line {issue.line}" if issue.line else "file"
@@ -154,11 +159,15 @@ def _analyze(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    dsl, executor, _ = _detect_dsl_only(args.file, args.dsl)
+    from kernelpilot.pipeline.setup import executor_for
+    from kernelpilot.settings import load_settings
+
+    dsl, registry = _detect_dsl_only(args.file, args.dsl)
+    executor = executor_for(registry, dsl, "cpu", load_settings())
     try:
         problems = executor.validate(args.file.read_text(encoding="utf-8"))
     finally:
-        getattr(executor, "close", lambda: None)()
+        executor.close()
     text = f"{args.file} ({dsl}): " + ("OK" if not problems else "\n  " + "\n  ".join(problems))
     _emit(args, {"file": str(args.file), "dsl": dsl, "problems": problems}, text)
     return 1 if problems else 0
@@ -207,12 +216,15 @@ def _benchmark(args: argparse.Namespace) -> int:
         dsl=args.dsl,
         cli_settings=_tolerance_cli(args),
     )
-    side_by_side = getattr(session.executor, "evaluate_side_by_side", None)
     baseline_source = args.baseline.read_text(encoding="utf-8")
     try:
-        if args.candidate is not None and side_by_side is not None:
+        pair = None
+        if args.candidate is not None:
             # both checked on the same inputs, timed interleaved in one process: a side-by-side ratio
-            pair = side_by_side([baseline_source, args.candidate.read_text(encoding="utf-8")], seed=args.seed)
+            # (None when the executor cannot time side by side)
+            candidate_text = args.candidate.read_text(encoding="utf-8")
+            pair = session.executor.evaluate_side_by_side([baseline_source, candidate_text], seed=args.seed)
+        if pair is not None:
             base, cand = _eval_dict(pair[0]), _eval_dict(pair[1])
         else:
             base = _eval_dict(session.executor.evaluate(baseline_source, seed=args.seed))
@@ -221,12 +233,12 @@ def _benchmark(args: argparse.Namespace) -> int:
                 candidate_source = args.candidate.read_text(encoding="utf-8")
                 cand = _eval_dict(session.executor.evaluate(candidate_source, seed=args.seed + 1))
         result: dict[str, Any] = {
-            "oracle": getattr(session.executor, "oracle_kind", ""),
+            "oracle": session.executor.oracle_kind,
             "variant": session.variant,
             "device": session.device,
             "rtol": session.settings.correctness_rtol,
             "atol": session.settings.correctness_atol,
-            "side_by_side": bool(args.candidate is not None and side_by_side is not None),
+            "side_by_side": pair is not None,
             "baseline": base,
         }
         lines = [_describe(f"baseline {args.baseline}", base)]
@@ -245,7 +257,7 @@ def _benchmark(args: argparse.Namespace) -> int:
                 lines.append("speedup: none (only correct kernels are compared)")
             exit_code = 0 if cand["verdict"] == "correct" else EXIT_NOT_CORRECT
     finally:
-        getattr(session.executor, "close", lambda: None)()
+        session.executor.close()
     _emit(args, result, "\n".join(lines))
     return exit_code
 
@@ -291,7 +303,7 @@ def _profile(args: argparse.Namespace) -> int:
                 suffix=args.file.suffix or ".py",
             )
     finally:
-        getattr(session.executor, "close", lambda: None)()
+        session.executor.close()
     medians = [r["median_ms"] for r in runs if r["median_ms"] is not None]
     summary: dict[str, Any] = {"file": str(args.file), "device": session.device, "runs": runs}
     lines = [_describe(f"{args.file}", runs[0])]
@@ -444,7 +456,7 @@ def _trial_init(args: argparse.Namespace) -> int:
         ev = session.executor.evaluate(source, seed=args.seed)
         node = _record(store, node.id, ev, args.seed)
     finally:
-        getattr(session.executor, "close", lambda: None)()
+        session.executor.close()
         store.close()
     _emit(args, {"tree": str(store.dir), "baseline": node.as_dict()}, f"tree {store.dir}: {_node_line(node)}")
     return 0 if node.correct else EXIT_NOT_CORRECT
@@ -491,7 +503,7 @@ def _trial_add(args: argparse.Namespace, store: Any) -> int:
         else:
             ev = session.executor.evaluate(source, seed=seed)
     finally:
-        getattr(session.executor, "close", lambda: None)()
+        session.executor.close()
     node = _record(store, node.id, ev, seed)
     _emit(args, node.as_dict(), _node_line(node))
     return 0 if node.correct else EXIT_NOT_CORRECT

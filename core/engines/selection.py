@@ -9,11 +9,9 @@ from kernelpilot.llm.prompts import find_template
 from kernelpilot.pipeline.contracts import STAGE_ORDER
 
 
-def stage_objects(contributions: list[Any]) -> tuple[list[Any], list[Any]]:
-    """Split ``kp_stages`` contributions into optimization stages and analyzers (stage == "analysis")."""
-    stages = [c for c in contributions if getattr(c, "stage", None) in STAGE_ORDER]
-    analyzers = [c for c in contributions if getattr(c, "stage", None) == "analysis"]
-    return stages, analyzers
+def stage_objects(contributions: list[Any]) -> list[Any]:
+    """The ``kp_stages`` contributions that are stages of the fixed order (others are ignored)."""
+    return [c for c in contributions if getattr(c, "stage", None) in STAGE_ORDER]
 
 
 def select_impl(engine: str, dsl: str, stage: str, stages: list[Any], prompt_dirs: list[Path]) -> Any | None:

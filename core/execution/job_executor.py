@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.errors import InputError
-from kernelpilot.pipeline.contracts import Evaluation, Timing
+from kernelpilot.pipeline.contracts import Evaluation, ExecutorBase, Timing
 from kernelpilot.proc import communicate_or_kill
 from kernelpilot.secrets import scrubbed_environ
 from kernelpilot.spec import KernelSpec, ResolvedVariant, load_spec
@@ -74,12 +74,12 @@ def classify_bound(
     }
 
 
-class JobExecutor:
+class JobExecutor(ExecutorBase):
     """:class:`~kernelpilot.pipeline.contracts.Executor` that runs each job in a worker process.
 
     A DSL plugin subclasses it and names its worker module (a ``python -m`` target built on
     :mod:`kernelpilot.worker_kit`), the candidate file suffix, its static checks (``validate``), which
-    files it owns (``claims``) and, if its worker needs them, extra job fields and a longer timeout.
+    and, if its worker needs them, extra job fields and a longer timeout.
     """
 
     worker_module: str = ""  # the ``python -m`` worker; a subclass must set it
@@ -159,10 +159,6 @@ class JobExecutor:
             self.oracle_path = self._workdir / "kp_job_oracle_original.py"
             self.oracle_path.write_text(self.kernel_path.read_text(encoding="utf-8"), encoding="utf-8")
             self.oracle_kind = f"original kernel {self.kernel_path.name}"
-
-    def claims(self, path: Path, source: str) -> bool:
-        """Whether this executor's DSL owns the file (DSL detection); a subclass says."""
-        return False
 
     def timing_noise(self) -> float | None:
         return None if self.device == "cpu" else 0.02

@@ -1,8 +1,9 @@
 """Contracts between the DSL-agnostic pipeline (core) and what DSL plugins supply through hooks.
 
 The pipeline, stage loop, trial tree, engines and skills are the same code for every DSL; a DSL differs
-only in the :class:`Executor` (``kp_executor``), its :class:`StageImpl` objects (``kp_stages``), prompt
-folders and knowledge-base folders.
+only in the :class:`ExecutorBase` subclass (``kp_executor``), its :class:`StageImpl` objects
+(``kp_stages``), its :class:`StaticAnalyzer` objects (``kp_analyzers``), prompt folders and
+knowledge-base folders.
 """
 
 from __future__ import annotations
@@ -66,38 +67,61 @@ class Evaluation:
         return self.verdict == "correct"
 
 
-@runtime_checkable
-class Executor(Protocol):
-    """Compiles, runs, verifies and times kernel sources in a worker process (never in-process)."""
+class ExecutorBase:
+    """What the pipeline needs from a DSL's executor (``kp_executor`` returns a subclass).
 
-    dsl: str
-    device: str  # "cuda" | "xpu" | "cpu"
+    Compiles, runs, verifies and times kernel sources in a worker process (never in-process).  The three
+    required methods raise until a subclass implements them; the optional capabilities have no-op
+    defaults here, so the pipeline calls every method directly instead of probing for it.  The core's
+    :class:`kernelpilot.execution.JobExecutor` implements all of it for worker-process DSLs.
+    """
 
-    def prepare(self, kernel_path: Path, spec: Any, variant: str) -> None:
+    dsl: str = ""
+    device: str = "cuda"  # "cuda" | "xpu" | "cpu"
+    oracle_kind: str = ""  # what the candidates are checked against, for reports ("pytorch reference k.py")
+
+    def prepare(self, kernel_path: Path, spec: Any, variant: str | None) -> None:
         """Load the spec variant, choose the oracle (``<kernel>_pytorch.py`` if present)."""
-        ...
+        raise NotImplementedError
 
     def evaluate(self, source: str, *, seed: int, time_it: bool = True) -> Evaluation:
         """Check ``source`` against the oracle on fresh random inputs (``seed``), then time it."""
-        ...
+        raise NotImplementedError
 
     def validate(self, source: str) -> list[str]:
         """Static checks without running (syntax for the DSL's language); returns problems found."""
-        ...
+        raise NotImplementedError
 
-    # Optional (looked up with ``getattr``, so existing executors stay valid):
-    #
-    # ``claims(path: Path, source: str) -> bool`` -- True when this executor's DSL owns the file
-    #     (used by DSL detection when ``--dsl`` is not given; a Triton executor must NOT claim a
-    #     Gluon file, i.e. one importing ``triton.experimental.gluon``).
-    # ``timing_noise() -> float | None`` -- a relative noise floor the executor knows for its timer.
-    # ``runnable_on(device: str) -> str | None`` -- None if kernels can run on ``device``, else the reason
-    #     (the pipeline stops before the baseline with that text, e.g. a CUDA source on "cpu").
-    # ``close() -> None`` -- stop worker processes; the pipeline calls it at the end of a run.
-    # ``evaluate_side_by_side(sources: list[str], *, seed: int, rounds: int = 3) -> list[Evaluation]``
-    #     -- check every source against the oracle on the same inputs and time them interleaved in one
-    #     process.  When present the pipeline confirms each stage acceptance with [input, candidate]
-    #     and does the final fresh check + measurement as [original, best-k ...] side by side.
+    # -- optional capabilities (defaults: the capability is absent) ---------------------------------
+    def timing_noise(self) -> float | None:
+        """A relative noise floor the executor knows for its timer (None: unknown)."""
+        return None
+
+    def runnable_on(self, device: str) -> str | None:
+        """None if kernels can run on ``device``, else the reason (the pipeline stops before the
+        baseline with that text, e.g. Gluon on "cpu")."""
+        return None
+
+    def prebuild(self, sources: list[str]) -> dict[str, str]:
+        """Compile a batch of candidates ahead of their one-by-one checks (e.g. in parallel worker
+        processes); returns ``{sha256: verdict}``.  Only a speed-up: :meth:`evaluate` decides every
+        verdict again.  Default: builds nothing."""
+        return {}
+
+    def evaluate_side_by_side(
+        self, sources: list[str], *, seed: int, rounds: int = 3
+    ) -> list[Evaluation] | None:
+        """Check every source against the oracle on the same inputs and time them interleaved in one
+        process; ``None`` when the executor cannot (the default).  When supported, the pipeline
+        confirms each stage acceptance with [input, candidate] and does the final fresh check and
+        measurement as [original, best-k ...] side by side."""
+        return None
+
+    def close(self) -> None:
+        """Stop worker processes and remove temporary files; the pipeline calls it at the end of a run."""
+
+
+Executor = ExecutorBase  # the name the pipeline's signatures use
 
 
 @dataclass
@@ -206,15 +230,13 @@ class Issue:
 
 @runtime_checkable
 class StaticAnalyzer(Protocol):
-    """Extra static (rules) analysis a plugin can contribute through ``kp_stages``.
+    """Extra static (rules) analysis a plugin contributes through ``kp_analyzers``.
 
-    Objects with ``stage == "analysis"`` in ``kp_stages`` are analyzers, not optimization stages.  The
-    core already runs its own Python-AST analysis for Python-based DSLs (triton, gluon); a plugin adds
+    The core already runs its own Python-AST analysis for Python-based DSLs (triton, gluon); a plugin adds
     DSL-specific checks (or, for C++ DSLs, all of them) here.
     """
 
     dsl: str
-    stage: Literal["analysis"]
 
     def analyze(self, source: str) -> list[Issue]:
         """Return issues found in ``source`` (categories from :data:`ISSUE_CATEGORIES`)."""

@@ -130,14 +130,11 @@ class Pipeline:
         finally:
             if self.store is not None:
                 self.store.close()
-            close = getattr(self.executor, "close", None)
-            if close is not None:
-                close()
+            self.executor.close()
         return result
 
     def _run(self) -> PipelineResult:
-        runnable_on = getattr(self.executor, "runnable_on", None)
-        reason = runnable_on(self.opt.device) if runnable_on is not None else None
+        reason = self.executor.runnable_on(self.opt.device)
         if reason:
             raise ToolMissingError(
                 f"{self.opt.dsl} kernels cannot run on device {self.opt.device!r}: {reason}"
@@ -288,7 +285,7 @@ class Pipeline:
                 extra={"repeat_medians": medians, **_extra_of(first)},
             )
             ev = Evaluation(verdict=verdict, message=message, timing=timing, extra=first.extra)  # type: ignore[arg-type]
-        executor_floor = getattr(self.executor, "timing_noise", lambda: None)()
+        executor_floor = self.executor.timing_noise()
         self.noise = estimate_noise(medians, executor_floor)
         self.record.noise = self.noise
         self.record.baseline = {
@@ -477,17 +474,17 @@ class Pipeline:
         self.record.intermediates.append(str(path))
 
     def _prebuild(self, codes: list[str]) -> None:
-        """Let an executor that can (``prebuild``, e.g. the CUDA one) compile a batch in parallel before
-        the candidates are checked one by one; a speed-up only, so a failure here costs nothing."""
-        prebuild = getattr(self.executor, "prebuild", None)
-        if prebuild is None or self.store is None:
+        """Let the executor compile a batch ahead (``prebuild``: the C++ executors build in parallel; the
+        default builds nothing) before the candidates are checked one by one; a speed-up only, so a
+        failure here costs nothing."""
+        if self.store is None:
             return
         todo = [c for c in codes if self.store.find_evaluated(sha256_text(c)) is None]
         budget = max(0, int(self.settings.max_trials) - self.trials_used)
         if len(todo[:budget]) < 2:
             return
         try:
-            prebuild(todo[:budget])
+            self.executor.prebuild(todo[:budget])
         except Exception as exc:  # noqa: BLE001 - evaluation builds whatever is missing
             self.log(f"  parallel prebuild failed ({type(exc).__name__}: {exc}); building one by one")
 
@@ -567,17 +564,19 @@ class Pipeline:
         drift.  Executors that can time side by side (``evaluate_side_by_side``) get the final word,
         on inputs from a seed of their own.  Without that capability the stored times decide.
         """
-        side_by_side = getattr(self.executor, "evaluate_side_by_side", None)
-        if side_by_side is None or stage in self.opt.correctness_only_stages:
+        if stage in self.opt.correctness_only_stages:
             return True, why
         if ev.timing is None or ev.timing.interpreter:
             return True, why
         assert self.store is not None
         seed = self.opt.seed + CONFIRM_SEED_OFFSET + node.seq
         try:
-            reference, candidate = side_by_side([input_code, code], seed=seed)
+            pair = self.executor.evaluate_side_by_side([input_code, code], seed=seed)
         except Exception as exc:  # the capability failing is not the candidate's fault, but no proof
             return False, f"side-by-side confirmation failed to run: {type(exc).__name__}: {exc}"
+        if pair is None:  # the executor cannot time side by side: the stored times decide
+            return True, why
+        reference, candidate = pair
         info = {
             "seed": seed,
             "input_verdict": reference.verdict,
@@ -783,13 +782,16 @@ class Pipeline:
 
     def _final_side_by_side(self, codes: list[str]) -> tuple[list[Evaluation] | None, Evaluation | None]:
         """[original, candidates...] checked on one fresh seed and timed interleaved, if supported."""
-        side_by_side = getattr(self.executor, "evaluate_side_by_side", None)
-        if side_by_side is None or not codes:
+        if not codes:
             return None, None
         try:
-            evaluations = side_by_side([self.original, *codes], seed=self.opt.seed + FINAL_SEED_OFFSET)
+            evaluations = self.executor.evaluate_side_by_side(
+                [self.original, *codes], seed=self.opt.seed + FINAL_SEED_OFFSET
+            )
         except Exception as exc:
             self.record.warnings.append(f"side-by-side final measurement failed ({exc}); measured one by one")
+            return None, None
+        if evaluations is None:  # the executor cannot time side by side
             return None, None
         if len(evaluations) != len(codes) + 1:
             self.record.warnings.append("side-by-side final measurement returned the wrong count; one by one")

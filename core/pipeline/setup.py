@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.errors import InputError, KernelpilotError, ToolMissingError
+from kernelpilot.errors import InputError, ToolMissingError
 
 DEVICES = ("cuda", "xpu", "cpu")
 
@@ -52,39 +52,31 @@ def executor_for(registry: Any, dsl: str, device: str, settings: Any) -> Any:
     return executor
 
 
-def detect_dsl(
-    registry: Any, kernel_path: Path, requested: str | None, device: str, settings: Any
-) -> tuple[str, Any]:
-    """``--dsl`` if given; otherwise the one plugin whose executor ``claims`` the file."""
-    dsls = known_dsls(registry)
-    if requested:
-        if requested not in dsls:
-            raise InputError(f"unknown dsl {requested!r}; installed: {', '.join(dsls)}", field="--dsl")
-        return requested, executor_for(registry, requested, device, settings)
+def claimed_dsl(registry: Any, kernel_path: Path) -> str:
+    """The one DSL whose plugin claims the file (``kp_claim_file``); nothing is built to decide."""
     source = Path(kernel_path).read_text(encoding="utf-8")
-    claimed: list[tuple[str, Any]] = []
-    for dsl in dsls:
-        try:
-            executor = registry.hook.kp_executor(dsl=dsl, device=device, settings=settings)
-        except KernelpilotError:
-            continue
-        claims = getattr(executor, "claims", None)
-        if executor is not None and claims is not None and claims(Path(kernel_path), source):
-            claimed.append((dsl, executor))
-        elif executor is not None and getattr(executor, "close", None):
-            executor.close()
+    claimed = list(dict.fromkeys(registry.collect("kp_claim_file", path=Path(kernel_path), source=source)))
     if len(claimed) == 1:
-        return claimed[0]
-    for _, executor in claimed:
-        if getattr(executor, "close", None):
-            executor.close()
-    names = ", ".join(d for d, _ in claimed)
+        return str(claimed[0])
     raise InputError(
-        f"cannot tell the DSL of this file ({'claimed by ' + names if claimed else 'no plugin claims it'}); "
-        f"pass --dsl (installed: {', '.join(dsls)})",
+        f"cannot tell the DSL of this file ({'claimed by ' + ', '.join(claimed) if claimed else 'no plugin claims it'}); "
+        f"pass --dsl (installed: {', '.join(known_dsls(registry))})",
         file=str(kernel_path),
         field="--dsl",
     )
+
+
+def detect_dsl(
+    registry: Any, kernel_path: Path, requested: str | None, device: str, settings: Any
+) -> tuple[str, Any]:
+    """``--dsl`` if given, otherwise the one DSL that claims the file; and that DSL's executor."""
+    if requested:
+        dsls = known_dsls(registry)
+        if requested not in dsls:
+            raise InputError(f"unknown dsl {requested!r}; installed: {', '.join(dsls)}", field="--dsl")
+        return requested, executor_for(registry, requested, device, settings)
+    dsl = claimed_dsl(registry, kernel_path)
+    return dsl, executor_for(registry, dsl, device, settings)
 
 
 def build_settings(cli: dict[str, Any], spec: Any, variant: str, spec_file: str | None = None) -> Any:
@@ -106,10 +98,9 @@ def plugin_parts(registry: Any, dsl: str, device: str) -> PluginParts:
     from kernelpilot.engines.selection import stage_objects
     from kernelpilot.llm.prompts import prompt_dirs_for
 
-    stages, analyzers = stage_objects(registry.collect("kp_stages"))
     return PluginParts(
-        stages=stages,
-        analyzers=analyzers,
+        stages=stage_objects(registry.collect("kp_stages")),
+        analyzers=registry.collect("kp_analyzers"),
         prompt_dirs=prompt_dirs_for(registry.collect("kp_prompt_dirs"), dsl, device),
         knowledge_dirs=registry.collect("kp_knowledge_dirs"),
     )

@@ -3,7 +3,7 @@
 This is the analysis the rules engine uses (no LLM): cheap, deterministic findings that map onto
 stages through :data:`~kernelpilot.pipeline.contracts.ISSUE_CATEGORIES`.  Each check only reports
 what it can see in the source (with a line number); it never guesses about performance it cannot
-observe.  Plugins add DSL-specific analyzers through ``kp_stages`` (``stage == "analysis"``).
+observe.  Plugins add DSL-specific analyzers through ``kp_analyzers``.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from kernelpilot.dsl_plugins.cuda.grouped_gemm import (
     normalize_dtype,
 )
 from kernelpilot.errors import InputError, ToolMissingError
-from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram
+from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram, TileKernelBase
 
 TEMPLATE_VERSION = "1"
 HEAD_DIMS = (32, 64, 128, 256)
@@ -216,7 +216,7 @@ def fmha_include_dir(cutlass_dir: str | None = None, required: bool = True) -> t
     return (folder,)
 
 
-class FmhaKernel:
+class FmhaKernel(TileKernelBase):
     """``fa_prefill`` / ``fa_decode`` on sm90 through the Hopper FMHA collective."""
 
     backend = "cuda"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.errors import InputError, ToolMissingError
-from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram, config_dict
+from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram, TileKernelBase, config_dict
 
 TEMPLATE_VERSION = "gemm_sm90-2"  # 2: timed launches replayed from a CUDA graph
 NVCC_FLAGS = (
@@ -174,7 +174,7 @@ def render_context(cfg: dict[str, Any], dtype: str, layout: str) -> dict[str, An
     )
 
 
-class CutlassSm90Gemm:
+class CutlassSm90Gemm(TileKernelBase):
     """TileKernel for CUTLASS sm90a dense GEMM (bf16/f16 in, fp32 accumulate, same-type out)."""
 
     kind = "gemm"

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.errors import InputError, ToolMissingError
-from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram, config_dict
+from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram, TileKernelBase, config_dict
 
 TEMPLATE_VERSION = "1"
 DTYPES = {"bf16": "cutlass::bfloat16_t", "f16": "cutlass::half_t"}
@@ -383,7 +383,7 @@ def render_grouped_program(kind: str, cfg: dict[str, Any], dtype: str) -> Render
 
 
 # ----------------------------------------------------------------------------- the kernel
-class GroupedGemmKernel:
+class GroupedGemmKernel(TileKernelBase):
     """``grouped_gemm`` on sm90: CUTLASS ptr-array grouped GEMM (cooperative / ping-pong)."""
 
     kind = "grouped_gemm"

@@ -24,6 +24,20 @@ def kp_executor(dsl: str, device: str, settings: Any) -> Any:
 
 
 @hookimpl
+def kp_claim_file(path: Path, source: str) -> str | None:
+    from kernelpilot.dsl_plugins.cuda.source_executor import claims_file
+
+    return "cuda" if claims_file(path, source) else None
+
+
+@hookimpl
+def kp_analyzers() -> list[Any]:
+    from kernelpilot.dsl_plugins.cuda.pipeline_stages import CudaSourceAnalyzer
+
+    return [CudaSourceAnalyzer()]
+
+
+@hookimpl
 def kp_stages() -> list[Any]:
     from kernelpilot.dsl_plugins.cuda.pipeline_stages import cuda_stages
 

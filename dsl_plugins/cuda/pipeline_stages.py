@@ -198,5 +198,4 @@ def cuda_stages() -> list[Any]:
         CudaDoubleToFloatStage(),
         RestrictPointersStage(dsl="cuda"),
         CudaAutotuneStage(),
-        CudaSourceAnalyzer(),
     ]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 
 from kernelpilot.dsl_plugins.cuda.pipeline_hooks import (  # noqa: F401
+    kp_analyzers,
+    kp_claim_file,
     kp_executor,
     kp_knowledge_dirs,
     kp_prompt_dirs,

@@ -15,11 +15,21 @@ from typing import Any
 
 from kernelpilot.cpp_source.executor import CompiledSourceExecutor, pytorch_reference
 from kernelpilot.errors import InputError
+from kernelpilot.python_source.load_inline import uses_load_inline
 
 CUDA_SUFFIXES = (".cu", ".cuh")
 INLINE_SUFFIX = ".py"  # the load_inline form
 ABI_WORKER = "kernelpilot.dsl_plugins.cuda.source_worker"
 INLINE_WORKER = "kernelpilot.dsl_plugins.cuda.inline_worker"
+
+
+def claims_file(path: Path, source: str) -> bool:
+    """A ``.cu`` file with ``kp_forward``, or a ``.py`` file building its kernel with ``load_inline``
+    (``cuda_sources=``) that defines no ``@triton.jit`` kernel."""
+    suffix = Path(path).suffix
+    if suffix == INLINE_SUFFIX:
+        return uses_load_inline(source) and "@triton.jit" not in source
+    return suffix in CUDA_SUFFIXES and "kp_forward" in source
 
 
 class CudaSourceExecutor(CompiledSourceExecutor):
@@ -55,8 +65,6 @@ class CudaSourceExecutor(CompiledSourceExecutor):
         if not self.inline:
             super().select_form(kernel_path)
             return
-        from kernelpilot.dsl_plugins.cuda.inline_source import uses_load_inline
-
         if not uses_load_inline(kernel_path.read_text(encoding="utf-8")):
             raise InputError(
                 f"a {self.dsl_name} kernel in a .py file builds its extension with "
@@ -66,14 +74,6 @@ class CudaSourceExecutor(CompiledSourceExecutor):
                 field="--input",
             )
         self.worker_module, self.suffix = INLINE_WORKER, INLINE_SUFFIX
-
-    def claims(self, path: Path, source: str) -> bool:
-        suffix = Path(path).suffix
-        if suffix in self.inline_suffixes:
-            from kernelpilot.dsl_plugins.cuda.inline_source import uses_load_inline
-
-            return uses_load_inline(source) and "@triton.jit" not in source
-        return suffix in self.suffixes and "kp_forward" in source
 
     def timing_noise(self) -> float | None:
         return 0.02 if self.device == "cuda" else None
@@ -151,4 +151,4 @@ class CudaSourceExecutor(CompiledSourceExecutor):
         return fields
 
 
-__all__ = ["INLINE_WORKER", "CudaSourceExecutor", "pytorch_reference"]
+__all__ = ["INLINE_WORKER", "CudaSourceExecutor", "claims_file", "pytorch_reference"]

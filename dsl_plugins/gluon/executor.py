@@ -18,6 +18,11 @@ JIT_DECORATORS = frozenset({"gluon.jit", "triton.experimental.gluon.jit"})
 NO_INTERPRETER = "Gluon kernels cannot run under the Triton interpreter (TRITON_INTERPRET); use --device cuda"
 
 
+def claims_file(path: Path, source: str) -> bool:
+    """Gluon files import ``triton.experimental.gluon`` or decorate kernels with ``@gluon.jit``."""
+    return "triton.experimental.gluon" in source or "@gluon.jit" in source
+
+
 class GluonExecutor(JobExecutor):
     """:class:`~kernelpilot.pipeline.contracts.Executor` for Gluon kernel files."""
 
@@ -25,10 +30,6 @@ class GluonExecutor(JobExecutor):
 
     def __init__(self, device: str = "cuda", settings: Any = None, **kwargs: Any) -> None:
         super().__init__("gluon", device, settings, **kwargs)
-
-    def claims(self, path: Path, source: str) -> bool:
-        """Gluon files import ``triton.experimental.gluon`` or decorate kernels with ``@gluon.jit``."""
-        return "triton.experimental.gluon" in source or "@gluon.jit" in source
 
     def validate(self, source: str) -> list[str]:
         return validate_model_source(source, decorators=JIT_DECORATORS, kernel_label="@gluon.jit")

@@ -15,7 +15,7 @@ from typing import Any
 
 from kernelpilot.dsl_plugins.sycl import problems, programs, sycl_tla
 from kernelpilot.errors import ToolMissingError
-from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram
+from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram, TileKernelBase
 
 TEMPLATE_VERSION = "sycl-1"
 TIMING_KEYS = ("warmup", "iterations", "repetitions")
@@ -63,7 +63,7 @@ def _timing_args(runtime: dict[str, Any]) -> list[str]:
     return [f"--{k}={int(v)}" for k, v in args.items()]
 
 
-class SyclTileKernel:
+class SyclTileKernel(TileKernelBase):
     """Shared parts: build recipe, rendering, environment."""
 
     kind = ""

@@ -23,6 +23,20 @@ def kp_executor(dsl: str, device: str, settings: Any) -> Any:
 
 
 @hookimpl
+def kp_claim_file(path: Path, source: str) -> str | None:
+    from kernelpilot.dsl_plugins.sycl.source_executor import claims_file
+
+    return "sycl" if claims_file(path, source) else None
+
+
+@hookimpl
+def kp_analyzers() -> list[Any]:
+    from kernelpilot.dsl_plugins.sycl.pipeline_stages import SyclSourceAnalyzer
+
+    return [SyclSourceAnalyzer()]
+
+
+@hookimpl
 def kp_stages() -> list[Any]:
     from kernelpilot.dsl_plugins.sycl.pipeline_stages import sycl_stages
 

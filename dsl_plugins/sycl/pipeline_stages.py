@@ -80,4 +80,4 @@ class SyclSourceAnalyzer:
 
 
 def sycl_stages() -> list[Any]:
-    return [DoubleToFloatStage(dsl="sycl"), SourceAutotuneStage(dsl="sycl"), SyclSourceAnalyzer()]
+    return [DoubleToFloatStage(dsl="sycl"), SourceAutotuneStage(dsl="sycl")]

@@ -6,6 +6,8 @@ import shutil
 
 from kernelpilot.dsl_plugins.sycl.doctor_hook import kp_doctor_checks  # noqa: F401
 from kernelpilot.dsl_plugins.sycl.pipeline_hooks import (  # noqa: F401
+    kp_analyzers,
+    kp_claim_file,
     kp_executor,
     kp_knowledge_dirs,
     kp_prompt_dirs,

@@ -17,6 +17,11 @@ from kernelpilot.cpp_source.executor import CompiledSourceExecutor
 SYCL_SUFFIXES = (".cpp", ".cc", ".cxx", ".sycl")
 
 
+def claims_file(path: Path, source: str) -> bool:
+    """A C++ file with ``kp_forward`` that mentions ``sycl``."""
+    return Path(path).suffix in SYCL_SUFFIXES and "kp_forward" in source and "sycl" in source
+
+
 class SyclSourceExecutor(CompiledSourceExecutor):
     """:class:`~kernelpilot.pipeline.contracts.Executor` for SYCL C++ kernels built with icpx."""
 
@@ -60,9 +65,6 @@ class SyclSourceExecutor(CompiledSourceExecutor):
 
         find_icpx(self.icpx)  # gate: ToolMissingError with install instructions
         super().prepare(kernel_path, spec, variant)
-
-    def claims(self, path: Path, source: str) -> bool:
-        return Path(path).suffix in self.suffixes and "kp_forward" in source and "sycl" in source
 
     def timing_noise(self) -> float | None:
         return 0.03  # wall-clock timing of whole calls: a little noisier than CUDA events

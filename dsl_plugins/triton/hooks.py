@@ -20,6 +20,13 @@ def kp_executor(dsl: str, device: str, settings: Any) -> Any:
 
 
 @hookimpl
+def kp_claim_file(path: Path, source: str) -> str | None:
+    from kernelpilot.dsl_plugins.triton.executor import claims_file
+
+    return "triton" if claims_file(path, source) else None
+
+
+@hookimpl
 def kp_prompt_dirs() -> list[ResourceDir]:
     return [
         ResourceDir(dsl="triton", path=Path(str(files("kernelpilot.dsl_plugins.triton").joinpath("prompts"))))

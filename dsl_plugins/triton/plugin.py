@@ -21,4 +21,10 @@ def kp_plugin_info() -> PluginInfo:
     )
 
 
-from kernelpilot.dsl_plugins.triton.hooks import kp_executor, kp_knowledge_dirs, kp_prompt_dirs, kp_stages  # noqa: E402, F401
+from kernelpilot.dsl_plugins.triton.hooks import (  # noqa: E402, F401
+    kp_claim_file,
+    kp_executor,
+    kp_knowledge_dirs,
+    kp_prompt_dirs,
+    kp_stages,
+)

@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kernelpilot.pipeline.contracts import Evaluation, Timing
+from kernelpilot.pipeline.contracts import Evaluation, ExecutorBase, Timing
 
 
-class ScriptedExecutor:
+class ScriptedExecutor(ExecutorBase):
     def __init__(self, dsl: str = "triton", device: str = "cuda", interpreter: bool = False) -> None:
         self.dsl = dsl
         self.device = device

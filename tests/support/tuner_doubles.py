@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from kernelpilot.hw_models.types import CheckResult, Violation
-from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram
+from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram, TileKernelBase
 
 
 class ToyConfig(BaseModel):
@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
 """
 
 
-class ToyKernel:
+class ToyKernel(TileKernelBase):
     kind = "gemm"
     backend = "toy"
     targets = ("toy",)

@@ -76,21 +76,19 @@ def context(source: str, attempt: int = 0, stage: str = "autotuning") -> StageCo
 
 # ------------------------------------------------------------------------------------ detection
 def test_detection_cuda_claims_load_inline_files_and_triton_does_not(tmp_path: Path) -> None:
-    from kernelpilot.dsl_plugins.triton.executor import TritonExecutor
+    from kernelpilot.dsl_plugins.cuda.source_executor import claims_file as cuda_claims
+    from kernelpilot.dsl_plugins.triton.executor import claims_file as triton_claims
     from kernelpilot.pipeline.setup import detect_dsl
     from kernelpilot.plugins import get_registry
 
     source = KERNEL.read_text()
     assert uses_load_inline(source) and not uses_load_inline(TRITON_FILE)
-    cuda, triton = CudaSourceExecutor(device="cpu"), TritonExecutor(dsl="triton", device="cpu")
-    assert cuda.claims(KERNEL, source) and not triton.claims(KERNEL, source)
+    assert cuda_claims(KERNEL, source) and not triton_claims(KERNEL, source)
     # a load_inline file may import triton (e.g. for triton.testing) and is still CUDA
     with_import = "import triton\n" + source
-    assert cuda.claims(KERNEL, with_import) and not triton.claims(KERNEL, with_import)
+    assert cuda_claims(KERNEL, with_import) and not triton_claims(KERNEL, with_import)
     # a Triton file stays Triton
-    assert triton.claims(Path("k.py"), TRITON_FILE) and not cuda.claims(Path("k.py"), TRITON_FILE)
-    cuda.close()
-    triton.close()
+    assert triton_claims(Path("k.py"), TRITON_FILE) and not cuda_claims(Path("k.py"), TRITON_FILE)
 
     registry = get_registry()
     dsl, ex = detect_dsl(registry, KERNEL, None, "cpu", None)

@@ -72,12 +72,12 @@ def test_prepare_needs_cu_file_and_pytorch_reference(tmp_path: Path) -> None:
 
 
 def test_claims_only_cu_files_with_the_entry_point() -> None:
-    ex = CudaSourceExecutor(device="cpu")
+    from kernelpilot.dsl_plugins.cuda.source_executor import claims_file
+
     source = (RMS / "cuda_row_rms.cu").read_text()
-    assert ex.claims(RMS / "cuda_row_rms.cu", source)
-    assert not ex.claims(Path("k.py"), source)
-    assert not ex.claims(Path("k.cu"), "__global__ void k() {}")
-    ex.close()
+    assert claims_file(RMS / "cuda_row_rms.cu", source)
+    assert not claims_file(Path("k.py"), source)
+    assert not claims_file(Path("k.cu"), "__global__ void k() {}")
 
 
 @needs_nvcc

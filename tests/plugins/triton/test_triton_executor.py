@@ -190,8 +190,10 @@ def test_validate_rules():
     assert ex.validate("x = (")[0].startswith("syntax error")
     torch_only = kernel().replace("scale_kernel[(triton.cdiv(n, 64),)](x, y, n, BLOCK=64)", "y = x * 2.0")
     assert any("is used" in p for p in ex.validate(torch_only))
-    assert ex.claims(Path("k.py"), kernel())
-    assert not ex.claims(Path("k.py"), "from triton.experimental import gluon\n@gluon.jit\ndef k(): pass\n")
+    from kernelpilot.dsl_plugins.triton.executor import claims_file
+
+    assert claims_file(Path("k.py"), kernel())
+    assert not claims_file(Path("k.py"), "from triton.experimental import gluon\n@gluon.jit\ndef k(): pass\n")
 
 
 def test_invalid_sources_are_not_run(executor):
