@@ -88,6 +88,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--stage", default="discovery", help="stage this candidate belongs to")
     p.add_argument("--seed", type=int, help="input seed (default: derived from the trial number)")
     _tree_args(p)
+    p = trial.add_parser(
+        "save", help="deprecated Xe-Forge form of `trial add`: save NAME FILE --strategy TEXT"
+    )
+    p.add_argument("kernel_name", help="the tree name (--name of trial add)")
+    p.add_argument("file", type=Path)
+    p.add_argument("--parent", required=True, help="parent trial id, e.g. t0")
+    p.add_argument("--strategy", default="", help="a stage name, else free text kept with the trial")
+    p.add_argument("--trials-dir", type=Path)
+    p.add_argument("--json", action="store_true")
     p = trial.add_parser("status", help="show the tree")
     _tree_args(p)
     p = trial.add_parser("best", help="the fastest correct trial")
@@ -365,9 +374,11 @@ def _trial(args: argparse.Namespace) -> int:
 
     if args.trial_cmd == "init":
         return _trial_init(args)
+    if args.trial_cmd == "save":
+        _save_as_add(args)
     store = TrialStore.open_existing(_tree_dir(args))
     try:
-        if args.trial_cmd == "add":
+        if args.trial_cmd in ("add", "save"):
             return _trial_add(args, store)
         if args.trial_cmd == "status":
             nodes = [n.as_dict() for n in store.nodes()]
@@ -462,6 +473,22 @@ def _trial_init(args: argparse.Namespace) -> int:
     return 0 if node.correct else EXIT_NOT_CORRECT
 
 
+def _save_as_add(args: argparse.Namespace) -> None:
+    """Xe-Forge's ``trial save NAME FILE --parent P --strategy S`` as ``trial add FILE --name NAME``: a
+    strategy that names a stage becomes ``--stage``; free text goes to ``discovery`` and is kept."""
+    from kernelpilot.migration import notice, stage_alias
+    from kernelpilot.pipeline.contracts import STAGE_ORDER
+
+    stage = stage_alias(args.strategy.strip()) if args.strategy.strip() else "discovery"
+    args.strategy_text = "" if stage in STAGE_ORDER else args.strategy
+    args.stage = stage if stage in STAGE_ORDER else "discovery"
+    args.name, args.seed = args.kernel_name, None
+    notice(
+        f"`skill trial save {args.kernel_name} FILE --strategy ...` is now "
+        f"`skill trial add FILE --name {args.kernel_name} --parent {args.parent} --stage {args.stage}`"
+    )
+
+
 def _trial_add(args: argparse.Namespace, store: Any) -> int:
     from kernelpilot.errors import InputError
     from kernelpilot.pipeline.contracts import STAGE_ORDER
@@ -493,6 +520,8 @@ def _trial_add(args: argparse.Namespace, store: Any) -> int:
         )
     source = args.file.read_text(encoding="utf-8")
     node = store.add_node(source, parent=args.parent, stage=args.stage, engine="agent")
+    if getattr(args, "strategy_text", ""):
+        store.update_extra(node.id, {"strategy": args.strategy_text})
     seed = args.seed if args.seed is not None else 20240601 + node.seq
     try:
         problems = session.executor.validate(source)

@@ -227,13 +227,18 @@ class Pipeline:
             tolerances=tolerance_key(self.settings.correctness_rtol, self.settings.correctness_atol),
         )
         name = self.opt.trial_name or Path(self.opt.kernel_path).stem
-        return TrialStore.open(
-            Path(self.settings.trials_dir),
-            name,
-            identity,
-            fresh=self.opt.fresh_trials,
-            extension=Path(self.opt.kernel_path).suffix or ".txt",
-        )
+        extension = Path(self.opt.kernel_path).suffix or ".txt"
+        root = Path(self.settings.trials_dir)
+        try:
+            return TrialStore.open(root, name, identity, fresh=self.opt.fresh_trials, extension=extension)
+        except InputError as exc:
+            if self.opt.trial_name is not None or exc.field != "trial tree identity":
+                raise  # a tree the user named is theirs to choose: say so instead of guessing
+        # the default name is taken by another variant/spec/tolerance of this kernel: a tree of its own
+        key = sha256_text(repr(sorted(identity.key_fields().items())))[:8]
+        alt = f"{name}-{self.opt.variant.replace('#', '_')}-{key}"
+        self.log(f"trial tree {root / name} belongs to another variant/spec/tolerance; using {root / alt}")
+        return TrialStore.open(root, alt, identity, fresh=self.opt.fresh_trials, extension=extension)
 
     def _baseline(self) -> tuple[TrialNode, Evaluation]:
         """Time the original ``noise_repeats`` times (noise estimate); reuse a stored baseline."""

@@ -152,12 +152,16 @@ def test_resume_reuses_measurements_and_refuses_other_kernel(tmp_path: Path) -> 
     reused = [n for n in store.nodes() if n.reused_from]
     assert [n.reused_from for n in reused] == ["t1"]
     store.close()
-    # a different kernel under the same trial name is refused, not mixed in
+    # a different kernel under the same (named) trial tree is refused, not mixed in
     with pytest.raises(InputError, match="kernel_sha"):
-        _run(tmp_path, stages(), base="# time=3")
+        _run(tmp_path, stages(), base="# time=3", trial_name="kern")
     # so are verdicts stored under other tolerances
     with pytest.raises(InputError, match="tolerances: tree has 'rtol=0.01"):
-        _run(tmp_path, stages(), settings_kw={"correctness_rtol": 0.1})
+        _run(tmp_path, stages(), settings_kw={"correctness_rtol": 0.1}, trial_name="kern")
+    # without --name, the other kernel gets a tree of its own next to the first
+    third, _ = _run(tmp_path, stages(), base="# time=3")
+    assert Path(third.record.trial_tree).name.startswith("kern-ci-")
+    assert Path(third.record.trial_tree) != Path(second.record.trial_tree)
 
 
 def test_interpreter_timings_only_accept_in_correctness_only_stages(tmp_path: Path) -> None:
