@@ -14,6 +14,8 @@ marked ``interpreter``.
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -23,7 +25,7 @@ from typing import Any
 
 from kernelpilot.errors import InputError
 from kernelpilot.pipeline.contracts import Evaluation, ExecutorBase, Timing
-from kernelpilot.proc import communicate_or_kill
+from kernelpilot.proc import communicate_or_kill, kill_tree, spawn
 from kernelpilot.secrets import scrubbed_environ
 from kernelpilot.spec import KernelSpec, ResolvedVariant, load_spec
 
@@ -39,6 +41,23 @@ CATALOGUE_DTYPE = {
     "float8_e4m3fn": "e4m3",
     "float8_e5m2": "e5m2",
 }
+
+
+def _sweep_stale_workdirs() -> None:
+    """Remove ``kp_job_<pid>_*`` work folders of processes that no longer exist (a run killed with
+    ``kill -9`` cannot clean up after itself; the next one does)."""
+    import shutil
+
+    for folder in Path(tempfile.gettempdir()).glob("kp_job_*_*"):
+        pid = folder.name.split("_")[2]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:
+            pass
 
 
 def reference_path(kernel_path: Path) -> Path | None:
@@ -83,6 +102,9 @@ class JobExecutor(ExecutorBase):
     """
 
     worker_module: str = ""  # the ``python -m`` worker; a subclass must set it
+    # True for workers built on worker_kit.model_worker: the parent then judges correctness itself
+    # from saved outputs on the check inputs and on final inputs the candidate has never seen
+    verifies_outputs = False
     suffix = ".py"  # of the candidate files handed to the worker
 
     def __init__(
@@ -110,7 +132,8 @@ class JobExecutor(ExecutorBase):
         self.variant: ResolvedVariant | None = None
         self.oracle_path: Path | None = None
         self.oracle_kind = ""
-        self._workdir = Path(tempfile.mkdtemp(prefix="kp_job_"))
+        _sweep_stale_workdirs()
+        self._workdir = Path(tempfile.mkdtemp(prefix=f"kp_job_{os.getpid()}_"))
         self._counter = 0
         self._counter_lock = threading.Lock()  # prebuild runs workers from several threads
 
@@ -175,9 +198,13 @@ class JobExecutor(ExecutorBase):
         if problems:
             verdict = "compile_error" if problems[0].startswith("syntax") else "invalid"
             return Evaluation(verdict=verdict, message="; ".join(problems))
-        data = self._run_worker(
-            {"candidate_path": None, "seed": int(seed), "time_it": bool(time_it)}, [source]
-        )
+        fields: dict[str, Any] = {"candidate_path": None, "seed": int(seed), "time_it": bool(time_it)}
+        if self.verifies_outputs:
+            # drawn now, known to no file before this job: the candidate cannot have prepared for it
+            fields["final_seed"] = secrets.randbelow(2**31 - 1)
+        data = self._run_worker(fields, [source])
+        if self.verifies_outputs and data.get("verdict") == "correct":
+            data = self._verify_in_parent(data, int(seed), fields["final_seed"])
         if "verdict" in data and "entries" not in data:
             return self._to_evaluation(data)
         return Evaluation(verdict="runtime_error", message="unexpected worker reply")
@@ -199,6 +226,50 @@ class JobExecutor(ExecutorBase):
             out.append(self._to_evaluation(entry))
         return out
 
+    def _verify_in_parent(self, data: dict[str, Any], seed: int, final_seed: int) -> dict[str, Any]:
+        """The verdict of record: the candidate's saved outputs on the check inputs and on the final
+        inputs (never seen by it before), compared here with the oracle's, which a second worker
+        computes without loading any candidate code.  Whatever the candidate's process claimed
+        (a result file it wrote itself, a patched compare) does not count."""
+        outputs = data.pop("_outputs_path", None)
+        reference = self._run_worker({"mode": "reference", "seed": seed, "final_seed": final_seed}, [])
+        ref_path = reference.pop("_reference_path", None)
+        if reference.get("verdict") != "reference" or ref_path is None or not Path(ref_path).is_file():
+            return {
+                "verdict": "runtime_error",
+                "message": f"the oracle could not be run for the final check: {reference.get('message', '')}",
+                "extra": {},
+            }
+        import torch
+
+        from kernelpilot.worker_kit.compare import compare
+
+        try:
+            got = torch.load(outputs, weights_only=True) if outputs else None
+        except Exception as exc:  # noqa: BLE001 - a missing or forged file is the candidate's failure
+            got = None
+            data["message"] = f"{exc}"
+        if not isinstance(got, dict) or not all(isinstance(got.get(k), list) for k in ("check", "final")):
+            return {
+                "verdict": "runtime_error",
+                "message": "the worker reported success but saved no outputs for the final check "
+                "(a result the candidate wrote itself is not accepted)",
+                "extra": {},
+            }
+        want = torch.load(ref_path, weights_only=True)
+        for name, what in (("check", f"seed {seed}"), ("final", "inputs it had not seen")):
+            cmp = compare(torch, got[name], want[name], self.rtol, self.atol)
+            if not cmp["ok"]:
+                return {
+                    "verdict": "incorrect",
+                    "message": f"checked by kernelpilot on {what}: {cmp['message']}",
+                    "max_abs_error": cmp.get("max_abs_error"),
+                    "max_rel_error": cmp.get("max_rel_error"),
+                    "extra": dict(data.get("extra") or {}),
+                }
+        data.setdefault("extra", {})["verified_by"] = "parent (check and unseen final inputs)"
+        return data
+
     def _run_worker(self, fields: dict[str, Any], sources: list[str]) -> dict[str, Any]:
         """Write the job, start the worker in its own process group, enforce the timeout."""
         assert self.variant is not None and self.kernel_path is not None and self.oracle_path is not None
@@ -213,7 +284,7 @@ class JobExecutor(ExecutorBase):
             paths.append(str(cand))
         result_path = job_dir / "result.json"
         job = {
-            "candidate_path": paths[0],
+            "candidate_path": paths[0] if paths else None,
             "candidate_paths": paths,
             "oracle_path": str(self.oracle_path),
             "oracle_kind": self.oracle_kind,
@@ -229,6 +300,10 @@ class JobExecutor(ExecutorBase):
         }
         job.update(self._job_extra_fields())
         job.update({k: v for k, v in fields.items() if k != "candidate_path"})
+        if fields.get("mode") == "reference":
+            job["reference_path"] = str(job_dir / "reference.pt")
+        elif fields.get("final_seed") is not None:
+            job["outputs_path"] = str(job_dir / "candidate_outputs.pt")
         job_path = job_dir / "job.json"
         job_path.write_text(json.dumps(job), encoding="utf-8")
         if not self.worker_module:
@@ -242,17 +317,17 @@ class JobExecutor(ExecutorBase):
         else:
             env.pop("TRITON_INTERPRET", None)
         env.setdefault("TRITON_CACHE_DIR", str(self._workdir / "triton_cache"))
-        proc = subprocess.Popen(
+        proc = spawn(  # own session, killed with this process (kill -9, Ctrl-C) and on a timeout
             [self.python, "-m", self.worker_module, str(job_path)],
             cwd=job_dir,
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            start_new_session=True,  # own process group: a timeout kills children too
         )
         timeout = self._per_source_timeout_s() * (len(sources) if fields.get("mode") == "side_by_side" else 1)
         out, err, timed_out = communicate_or_kill(proc, timeout)
+        kill_tree(proc.pid)  # whatever the candidate left running in the worker's session goes too
         if timed_out:
             return {"verdict": "timeout", "message": f"no result within {timeout:.0f} s (killed)"}
         if not result_path.is_file():
@@ -261,7 +336,13 @@ class JobExecutor(ExecutorBase):
                 "verdict": "runtime_error",
                 "message": f"worker crashed (exit code {proc.returncode}) without a result: {tail}",
             }
-        return json.loads(result_path.read_text(encoding="utf-8"))
+        data = json.loads(result_path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            return {"verdict": "runtime_error", "message": "worker result is not a JSON object"}
+        for key in ("outputs_path", "reference_path"):
+            if key in job:
+                data[f"_{key}"] = job[key]
+        return data
 
     def _job_extra_fields(self) -> dict[str, Any]:
         """Extra fields a subclass's worker needs in the job file (e.g. compiler settings)."""

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kernelpilot.worker_kit.compare import compare, output_bytes
+from kernelpilot.worker_kit.compare import compare, flatten, output_bytes
 from kernelpilot.worker_kit.model import build_model, copy_parameters, job_inputs, load_module
 from kernelpilot.worker_kit.poison import poison_cached_memory, poisoned_allocations
 from kernelpilot.worker_kit.serve import classify_error, error_text
@@ -54,8 +54,57 @@ class ModelWorkerHooks:
 PLAIN = ModelWorkerHooks()
 
 
+def _inputs_for(torch: Any, job: dict[str, Any], seed: int, device: str) -> list[Any]:
+    return job_inputs(torch, {**job, "seed": int(seed)}, device)
+
+
+def _save_tensors(torch: Any, path: str, outputs: dict[str, Any]) -> None:
+    """Outputs as plain CPU tensors (read back with ``weights_only=True``: no code runs on load)."""
+    torch.save({k: [t.detach().to("cpu") for t in flatten(torch, v)] for k, v in outputs.items()}, path)
+
+
+def _final_check(torch: Any, job: dict[str, Any], model: Any, got: Any, device: str) -> dict[str, Any] | None:
+    """Run the candidate on the final inputs (never seen before) and save its outputs for the parent;
+    a failure here is the verdict (``None`` when it ran or the parent does not verify)."""
+    if job.get("final_seed") is None or not job.get("outputs_path"):
+        return None
+    try:
+        final = model(*_inputs_for(torch, job, job["final_seed"], device))
+        sync(torch, device)
+        _save_tensors(torch, job["outputs_path"], {"check": got, "final": final})
+    except BaseException as exc:  # noqa: BLE001
+        return {"verdict": classify_error(exc), "message": "final check: " + error_text(exc), "extra": {}}
+    return None
+
+
+def run_reference(job: dict[str, Any], hooks: ModelWorkerHooks = PLAIN) -> dict[str, Any]:
+    """The oracle's outputs on the check and final inputs, for the parent to compare with (no
+    candidate code is loaded in this process)."""
+    import torch
+
+    device = job["device"]
+    hooks.before_run(device)
+    sys.path.insert(0, job["kernel_dir"])
+    oracle = build_model(torch, load_module(job["oracle_path"], "kp_oracle"), job["variant"], device)
+    outputs = {}
+    with torch.no_grad():
+        for name, seed in (("check", job["seed"]), ("final", job["final_seed"])):
+            outputs[name] = oracle(*_inputs_for(torch, job, seed, device))
+            sync(torch, device)
+    _save_tensors(torch, job["reference_path"], outputs)
+    return {"verdict": "reference", "message": "", "extra": {}}
+
+
 def run_job(job: dict[str, Any], hooks: ModelWorkerHooks = PLAIN) -> dict[str, Any]:
-    """Check one candidate ``Model`` against the oracle on seeded inputs; time it if correct."""
+    """Check one candidate ``Model`` against the oracle on seeded inputs; time it if correct.
+
+    With ``final_seed`` and ``outputs_path`` in the job (the parent verifies): the candidate is
+    timed on fresh inputs for every call (a rotating pool, never the checked inputs), then run once
+    on the final inputs, which it has not seen; its outputs on the check and final inputs are saved
+    for the parent, whose verdict replaces whatever this process (candidate code included) claims.
+    """
+    if job.get("mode") == "reference":
+        return run_reference(job, hooks)
     import torch
 
     hooks.before_run(job["device"])
@@ -121,17 +170,28 @@ def run_job(job: dict[str, Any], hooks: ModelWorkerHooks = PLAIN) -> dict[str, A
             max_rel_error=cmp.get("max_rel_error"),
         )
         result["extra"]["oracle"] = job["oracle_kind"]
-        if not cmp["ok"] or not job.get("time_it", True):
+        if not cmp["ok"]:
             return result
+        if not job.get("time_it", True):
+            return _final_check(torch, job, model, got, device) or result
 
         # --- timing ---------------------------------------------------------------------------
         try:
-            run_inputs = list(inputs)
-            timing = time_forward(
-                torch, lambda: model(*run_inputs), device, job.get("warmup_ms", 25), job.get("rep_ms", 100)
-            )
+            if job.get("final_seed") is not None:
+                # fresh inputs for every timed call: a pool of distinct input sets used in turn, so
+                # an output remembered from the checked call is not what gets timed
+                pool = [_inputs_for(torch, job, job["seed"] + 7919 * (k + 1), device) for k in range(4)]
+                calls = iter(range(1 << 62))
+                timed = lambda: model(*pool[next(calls) % len(pool)])  # noqa: E731
+            else:
+                run_inputs = list(inputs)
+                timed = lambda: model(*run_inputs)  # noqa: E731
+            timing = time_forward(torch, timed, device, job.get("warmup_ms", 25), job.get("rep_ms", 100))
         except BaseException as exc:  # noqa: BLE001
             return {**result, "verdict": "runtime_error", "message": "timing failed: " + error_text(exc)}
+        failed = _final_check(torch, job, model, got, device)
+        if failed:
+            return failed
     result["timing"] = timing
     seconds = timing["median_ms"] * 1e-3
     flop = variant.get("flop")

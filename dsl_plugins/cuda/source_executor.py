@@ -74,6 +74,7 @@ class CudaSourceExecutor(CompiledSourceExecutor):
                 field="--input",
             )
         self.worker_module, self.suffix = INLINE_WORKER, INLINE_SUFFIX
+        self.verifies_outputs = True  # the load_inline worker is worker_kit.model_worker
 
     def timing_noise(self) -> float | None:
         return 0.02 if self.device == "cuda" else None

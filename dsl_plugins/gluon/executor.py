@@ -27,6 +27,7 @@ class GluonExecutor(JobExecutor):
     """:class:`~kernelpilot.pipeline.contracts.Executor` for Gluon kernel files."""
 
     worker_module = "kernelpilot.dsl_plugins.gluon.worker"
+    verifies_outputs = True  # its worker is worker_kit.model_worker
 
     def __init__(self, device: str = "cuda", settings: Any = None, **kwargs: Any) -> None:
         super().__init__("gluon", device, settings, **kwargs)

@@ -32,6 +32,7 @@ class TritonExecutor(JobExecutor):
     """:class:`~kernelpilot.pipeline.contracts.Executor` for Triton kernel files."""
 
     worker_module = "kernelpilot.dsl_plugins.triton.worker"
+    verifies_outputs = True  # its worker is worker_kit.model_worker
 
     def __init__(
         self, dsl: str = "triton", device: str = "cuda", settings: Any = None, **kwargs: Any
