@@ -139,3 +139,43 @@ def test_an_interrupted_build_leaves_no_compile_running_and_caches_no_failure(ho
     assert _gone(marker, 3), f"compiles outlived the build after {how}"
     cache = tmp_path / "cache"
     assert not [p for p in cache.iterdir() if not p.name.startswith(".")], "an interrupted config was cached"
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "kill -9"])
+def test_interrupting_optimize_leaves_no_worker_and_no_job_folder(how, tmp_path, monkeypatch):
+    pytest.importorskip("triton")
+    work = tmp_path / "run"
+    work.mkdir()
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    for name in ("softmax.py", "softmax_pytorch.py", "softmax.yaml"):
+        shutil.copy(REPO / "examples" / "softmax" / name, work / name)
+    parent = subprocess.Popen(
+        [sys.executable, "-m", "kernelpilot", "optimize", "-i", "softmax.py", "-s", "softmax.yaml", "--variant", "ci",
+         "--device", "cpu", "--engine", "rules", "-o", "out.py", "-q"],
+        cwd=work, env={**os.environ, "TMPDIR": str(tmpdir)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    marker = str(tmpdir)  # the worker's job file lives under it: its command line names it
+    deadline = time.monotonic() + 180
+    while not [p for p in _with_marker(marker) if p != parent.pid]:
+        assert parent.poll() is None and time.monotonic() < deadline, "no worker started"
+        time.sleep(0.1)
+    t0 = time.monotonic()
+    parent.send_signal(signal.SIGINT if how == "SIGINT" else signal.SIGKILL)
+    parent.communicate(timeout=60)
+    if how == "SIGINT":
+        assert parent.returncode == 130 and time.monotonic() - t0 < 2.5, (
+            parent.returncode,
+            time.monotonic() - t0,
+        )
+        assert not list(tmpdir.glob("kp_job_*")), "the job folder was left behind"
+    assert _gone(marker, 3), "the worker outlived optimize"
+    if how == "kill -9":  # the next run sweeps the folder of the killed one
+        import tempfile
+
+        from kernelpilot.execution.job_executor import _sweep_stale_workdirs
+
+        assert list(tmpdir.glob("kp_job_*")), "kill -9 leaves the folder; the sweep has work to do"
+        monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
+        _sweep_stale_workdirs()
+        assert not list(tmpdir.glob("kp_job_*"))

@@ -93,3 +93,24 @@ def test_optimize_engine_llm_rejects_a_hostile_candidate_end_to_end(name, tmp_pa
     # it was run and rejected by the parent's own check (not dropped for some other reason)
     record = (tmp_path / summary["record"]).read_text()
     assert "checked by kernelpilot" in record or "saved no outputs" in record, record[-3000:]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["honest", *sorted(HOSTILE)])
+def test_the_parent_check_on_a_cuda_gpu(name, tmp_path):
+    """The same protocol with compiled Triton kernels and CUDA tensors (outputs moved to the CPU)."""
+    from kernelpilot.dsl_plugins.triton.executor import TritonExecutor
+    from kernelpilot.spec import load_spec
+
+    for f in ("softmax.py", "softmax_pytorch.py", "softmax.yaml"):
+        shutil.copy(EXAMPLE / f, tmp_path / f)
+    ex = TritonExecutor("triton", "cuda", None, timeout_s=300)
+    try:
+        ex.prepare(tmp_path / "softmax.py", load_spec(tmp_path / "softmax.yaml"), "ci")
+        ev = ex.evaluate(SOFTMAX if name == "honest" else HOSTILE[name], seed=21)
+    finally:
+        ex.close()
+    if name == "honest":
+        assert ev.verdict == "correct" and ev.timing is not None and not ev.timing.interpreter, ev.message
+    else:
+        assert ev.verdict != "correct", ev.message
