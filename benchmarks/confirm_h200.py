@@ -123,9 +123,16 @@ def plan(files: dict[str, Path], work: Path) -> dict[str, Any]:
 
 
 def prebuild(
-    plans: dict[str, Any], files: dict[str, Path], cache: Path, work: Path, jobs: int, mem_gb: float = 100.0
+    plans: dict[str, Any],
+    files: dict[str, Path],
+    cache: Path,
+    work: Path,
+    jobs: int,
+    mem_gb: float = 100.0,
+    deadline: float | None = None,
 ) -> dict[str, Any]:
-    """Every planned program in one parallel step: one builder thread per recipe (GEMM, FMHA, grouped)."""
+    """Every planned program in one parallel step: one builder thread per recipe (GEMM, FMHA, grouped);
+    builds still running at ``deadline`` (epoch seconds) are stopped, so the tune phases keep their time."""
     from kernelpilot.tile_tuner.api import get_tile_kernel
     from kernelpilot.tile_tuner.batch import load_batch
     from kernelpilot.tile_tuner.builder import BuildCache, BuildItem, build_batch
@@ -158,7 +165,8 @@ def prebuild(
         _, recipe, items = per_recipe[family]
         n = max(1, int(want[family] * scale))
         t0 = time.time()
-        outcomes = build_batch(list(items.values()), recipe, cache_obj, work / f"build_{family}", jobs=n)
+        outcomes = build_batch(list(items.values()), recipe, cache_obj, work / f"build_{family}", jobs=n,
+                               deadline=deadline)  # fmt: skip
         statuses = [o.status for o in outcomes.values()]
         result[family] = {"programs": len(items), "jobs": n, "wall_s": round(time.time() - t0, 1),
                           "status": {s: statuses.count(s) for s in set(statuses)}}  # fmt: skip
@@ -393,7 +401,7 @@ def main() -> int:
         return 0
     if "build" in phases and plans:
         t0 = time.time()
-        summary["phases"]["build"] = {"families": prebuild(plans, files, cache, work, args.jobs),
+        summary["phases"]["build"] = {"families": prebuild(plans, files, cache, work, args.jobs, deadline=t_start + args.deadline_s - 240),
                                       "wall_s": round(time.time() - t0, 1)}  # fmt: skip
         save()
     common = ["--jobs", str(args.jobs), "--cache-dir", str(cache), "--no-plots", "--json",
