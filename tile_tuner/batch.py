@@ -21,7 +21,9 @@ Xe-Forge format (``mode: gemm|fa|fa2|moe|grouped_gemm``, ``dtype``, ``max_rounds
 ``causal``/``fa_mode``/``persistent``, and a ``tune-xpu:`` / ``tune-gpu:`` / ``tune:`` list of
 ``{name, dims}``).  ``fa``/``fa2`` map to ``fa_prefill`` or ``fa_decode`` by ``fa_mode``; ``moe`` to
 ``moe_gemm``; ``max_rounds`` R becomes a budget of 1 + 5R configs (Xe-Forge measured up to 5 proposals
-per round after one seed).  An unknown mode is an error, never a silent fallback.
+per round after one seed); with the ``llm`` proposer each round is one LLM call asking for 5 configs, so
+R is the number of LLM rounds, as in Xe-Forge.  ``output`` is written in Xe-Forge's results schema
+(:func:`kernelpilot.tile_tuner.report.xeforge_results`); the full run document goes to ``--out``.  An unknown mode is an error, never a silent fallback.
 
 Every error names the file, the workload and the field, and is raised before anything is written.
 """
@@ -37,6 +39,7 @@ from kernelpilot.errors import InputError
 from kernelpilot.tile_tuner.engine import Workload
 from kernelpilot.tile_tuner.proposers import PROPOSERS
 
+XEFORGE_PROPOSALS_PER_ROUND = 5
 KERNELS = ("gemm", "grouped_gemm", "moe_gemm", "fa_prefill", "fa_decode")
 XEFORGE_MODES = {"gemm": "gemm", "fa": "fa", "fa2": "fa", "moe": "moe_gemm", "grouped_gemm": "grouped_gemm"}
 ProposerName = Literal["model", "exhaustive", "random", "bayes", "llm", "hybrid"]
@@ -288,7 +291,11 @@ def _load_xeforge(
                 if value is not None:
                     dims.setdefault(flag, value)
         where = f"{path}: workload {entry.name!r} ({key}[{i}])"
-        workloads.append(_workload(entry.name, dims, merged, target, where))
+        workload = _workload(entry.name, dims, merged, target, where)
+        if workload.proposer == "llm":
+            # Xe-Forge's max_rounds counts LLM calls of up to 5 proposals each, after the default
+            workload.batch_size = XEFORGE_PROPOSALS_PER_ROUND
+        workloads.append(workload)
     return target, workloads, extras
 
 

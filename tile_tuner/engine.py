@@ -53,6 +53,7 @@ class Workload:
     space_filter: dict[str, list[Any]] | None = None
     seed: int = 0
     source: str = ""  # "file.yaml: workloads[3]" for messages
+    batch_size: int | None = None  # configs per proposal round (Xe-Forge files with the llm proposer: 5)
 
 
 @dataclass
@@ -404,7 +405,7 @@ class TuneEngine:
                 configs.append(s.default_cfg)  # the library default is always measured first
                 s.history.pending.add(s.default_key)
                 room -= 1
-            n = min(room, self.options.batch_size or self._default_batch())
+            n = min(room, self.options.batch_size or s.workload.batch_size or self._default_batch())
             if n > 0:
                 configs += s.proposer.propose(n, s.history)
             s.propose_s += time.time() - t0

@@ -78,6 +78,49 @@ def tile_shapes(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _xeforge_config(cfg: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A config as Xe-Forge's ``TileConfig``: ``wg``, ``sg`` and everything else under ``extra``."""
+    if cfg is None:
+        return None
+    return {
+        "wg": list(cfg["wg"]) if "wg" in cfg else None,
+        "sg": list(cfg["sg"]) if cfg.get("sg") else None,
+        "extra": {k: v for k, v in cfg.items() if k not in ("wg", "sg")},
+    }
+
+
+def xeforge_results(doc: dict[str, Any]) -> dict[str, Any]:
+    """The run in Xe-Forge's results schema (its ``--tune-output`` / ``output:`` JSON): per workload
+    ``problem_shape``, ``configs_tested`` (``config``, ``time_ms``, ``tflops``, ``passed``, ``error``),
+    ``best_config``, ``best_tflops``, ``best_time_ms``, plus ``tile_shapes``.  Differences kept on
+    purpose: each workload has its ``name``, ``sg`` is the real one for every config (Xe-Forge wrote
+    [0, 0, 1] for all but the best), and ``passed`` means measured and verified (Xe-Forge counted
+    unverified runs as passed)."""
+    workloads = []
+    for wl in doc.get("workloads", []):
+        best = wl.get("best") or {}
+        workloads.append(
+            {
+                "name": wl["name"],
+                "problem_shape": dict(wl.get("dims", {})),
+                "configs_tested": [
+                    {
+                        "config": _xeforge_config(t.get("config")),
+                        "time_ms": t.get("time_ms"),
+                        "tflops": t.get("tflops"),
+                        "passed": t.get("status") == "ok",
+                        "error": None if t.get("status") == "ok" else (t.get("reason") or t.get("status")),
+                    }
+                    for t in wl.get("tried", [])
+                ],
+                "best_config": _xeforge_config(best.get("config")),
+                "best_tflops": best.get("tflops"),
+                "best_time_ms": best.get("time_ms"),
+            }
+        )
+    return {"workloads": workloads, "tile_shapes": tile_shapes(doc)}
+
+
 def plot_convergence(
     doc: dict[str, Any], path: Path, curves: dict[str, list[list[float | None]]] | None = None
 ) -> Path:

@@ -254,8 +254,9 @@ def run(args: argparse.Namespace) -> int:
                     print(f"    {c}")
         return 0
     paths = report.write_all(doc, out_dir, plots=not args.no_plots)
-    if extras.get("output"):
-        report.write_json(doc, Path(extras["output"]))
+    if extras.get("output"):  # the batch file's own output: in Xe-Forge's schema for its files
+        xeforge = extras.get("format") == "xe-forge"
+        report.write_json(report.xeforge_results(doc) if xeforge else doc, Path(extras["output"]))
     if args.json:
         print(json.dumps(doc, indent=1, default=str))
     else:
