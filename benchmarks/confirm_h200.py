@@ -110,7 +110,7 @@ def plan(files: dict[str, Path], work: Path) -> dict[str, Any]:
     """Dry-run plans, in this process (the exact programs each tune call will build)."""
     from kernelpilot.tile_tuner.api import run_batch
     from kernelpilot.tile_tuner.batch import load_batch
-    from kernelpilot.tile_tuner.engine import TuneOptions
+    from kernelpilot.tile_tuner.workload import TuneOptions
 
     plans = {}
     for name, batch in files.items():
@@ -133,9 +133,9 @@ def prebuild(
 ) -> dict[str, Any]:
     """Every planned program in one parallel step: one builder thread per recipe (GEMM, FMHA, grouped);
     builds still running at ``deadline`` (epoch seconds) are stopped, so the tune phases keep their time."""
-    from kernelpilot.tile_tuner.api import get_tile_kernel
     from kernelpilot.tile_tuner.batch import load_batch
     from kernelpilot.tile_tuner.builder import BuildCache, BuildItem, build_batch
+    from kernelpilot.tile_tuner.kernels import get_tile_kernel
 
     per_recipe: dict[str, tuple[Any, Any, dict[str, BuildItem]]] = {}
     for name, doc in plans.items():

@@ -22,8 +22,9 @@ from pathlib import Path
 
 from gemm_h200 import GT_SPACE  # the filter the recorded ground truth was measured over
 
-from kernelpilot.tile_tuner.engine import TuneEngine, TuneOptions, Workload
+from kernelpilot.tile_tuner.engine import TuneEngine
 from kernelpilot.tile_tuner.store import ResultsStore
+from kernelpilot.tile_tuner.workload import TuneOptions, Workload
 
 
 def replay_trace(

@@ -98,6 +98,32 @@ def is_pow2(n: int) -> bool:
 # --------------------------------------------------------------------------------------------------
 
 
+class GpuVendor:
+    """How one vendor's GPUs are found, named and pinned: what the tuner's generic code asks instead of
+    hard-coding ``nvidia-smi`` or ``CUDA_VISIBLE_DEVICES``.  Each target model names its vendor.
+
+    Why environment variables pin: a benchmark program is a separate process that takes "device 0";
+    the vendor's visibility variable makes device 0 the GPU we chose without touching the program.
+    """
+
+    #: the backend name TileKernels of this vendor report (``TileKernel.backend``)
+    name: str = ""
+    #: the variable that restricts which GPUs a process sees (its value lists physical ids)
+    visible_devices_env: str = ""
+
+    def pin_env(self, device: str) -> dict[str, str]:
+        """Environment that makes ``device`` (a physical id or UUID) the only GPU a process sees."""
+        return {self.visible_devices_env: device} if self.visible_devices_env else {}
+
+    def probe_gpus(self) -> list[str]:
+        """Physical ids of the GPUs on this host (the vendor's tool), or [] when none or no tool."""
+        return []
+
+    def device_name(self) -> str | None:
+        """The first GPU's name for result keys, or None when it cannot be told."""
+        return None
+
+
 class TargetModel:
     """Base class: subclasses implement parsing, checking, enumeration and the cost model."""
 
@@ -105,6 +131,8 @@ class TargetModel:
     family: str = ""
     default_device: str = ""
     kernels: tuple[str, ...] = ()
+    #: whose GPUs run this target's programs (device naming, probing, pinning)
+    vendor: GpuVendor = GpuVendor()
 
     # -- to implement ----------------------------------------------------------------------------
     def parse_config(self, raw: dict[str, Any], where: str = "config") -> TileConfig:

@@ -17,25 +17,13 @@ from kernelpilot.errors import InputError
 from kernelpilot.tile_tuner.baseline import VendorPool
 from kernelpilot.tile_tuner.confirm_run import apply as apply_confirmation
 from kernelpilot.tile_tuner.confirm_run import confirm_state
-from kernelpilot.tile_tuner.engine import TuneEngine, TuneOptions, Workload, summarize_state
+from kernelpilot.tile_tuner.engine import TuneEngine
+from kernelpilot.tile_tuner.kernels import get_tile_kernel
 from kernelpilot.tile_tuner.store import ResultsStore
+from kernelpilot.tile_tuner.summary import summarize_state
+from kernelpilot.tile_tuner.workload import TuneOptions, Workload
 
 RUN_SCHEMA_VERSION = 2  # 2: best is the confirmed winner; search_best, confirmation, vendor
-
-
-def get_tile_kernel(kind: str, target: str) -> Any:
-    """The registered TileKernel of ``kind`` serving ``target`` (from every plugin's kp_tile_kernels)."""
-    from kernelpilot.plugins import get_registry
-
-    kernels = get_registry().collect("kp_tile_kernels")
-    for k in kernels:
-        if k.kind == kind and target in k.targets:
-            return k
-    have = sorted({f"{k.kind} ({', '.join(k.targets)})" for k in kernels})
-    raise InputError(
-        f"no tile kernel {kind!r} for target {target!r}; registered: {', '.join(have) or 'none'}",
-        field="kernel",
-    )
 
 
 def resolve_device(target: str, user_device: str | None) -> Any:

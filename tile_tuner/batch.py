@@ -36,8 +36,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kernelpilot.errors import InputError
-from kernelpilot.tile_tuner.engine import Workload
 from kernelpilot.tile_tuner.proposers import PROPOSERS
+from kernelpilot.tile_tuner.workload import Workload
 
 XEFORGE_PROPOSALS_PER_ROUND = 5
 KERNELS = ("gemm", "grouped_gemm", "moe_gemm", "fa_prefill", "fa_decode")

@@ -8,295 +8,34 @@ built while the current one is benchmarked.  The library default config of each 
 measured first.  Each measurement is committed to the results store at once, so a killed run resumes
 where it stopped; configs already in the store are not measured again unless ``remeasure``.
 
-Backends: :class:`LocalBackend` (real builds and runs), :class:`ReplayBackend` (measurements served
-from a recorded store, nothing built or run).  Dry runs are in :mod:`kernelpilot.tile_tuner.plan`.
+This module is only the loop.  Its data types are in :mod:`.workload`, the backends (real builds and
+runs, or replay from a recorded store) in :mod:`.backends`, worker-side measurement in :mod:`.measure`,
+the run summary in :mod:`.summary`; dry runs are in :mod:`kernelpilot.tile_tuner.plan`.
 """
 
 from __future__ import annotations
 
-import math
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import Future
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from kernelpilot.tile_tuner.builder import BuildCache, BuildItem, BuildOutcome, build_batch
+from kernelpilot.tile_tuner.backends import LocalBackend, ReplayBackend
+from kernelpilot.tile_tuner.builder import BuildItem, BuildOutcome, default_jobs
 from kernelpilot.tile_tuner.claims import MeasureClaims
-from kernelpilot.tile_tuner.confirm import ConfirmOptions
 from kernelpilot.tile_tuner.kernel_api import INVALID_TIMING, implausible, is_plausible_time
-from kernelpilot.tile_tuner.proposers import History, Observation, make_proposer
-from kernelpilot.tile_tuner.runner import run_program
+from kernelpilot.tile_tuner.proposers import Observation, make_proposer
 from kernelpilot.tile_tuner.scaleout.base import InProcessExecutor, MeasureRequest
 from kernelpilot.tile_tuner.space import SearchSpace, config_key, config_label
-from kernelpilot.tile_tuner.store import Measurement, MeasurementKey, ResultsStore, canonical, problem_key
-
-FAILED_STATUSES = (
-    "build_failed", "timeout", "cannot_run", "wrong_result", "crashed", "above_peak", "invalid_timing",
-)  # fmt: skip
-
-
-@dataclass
-class Workload:
-    """One problem to tune (validated by the batch loader)."""
-
-    name: str
-    kernel: str
-    dtype: str
-    dims: dict[str, Any]
-    target: str
-    proposer: str = "model"
-    budget_configs: int = 16
-    patience: int | None = None
-    space_filter: dict[str, list[Any]] | None = None
-    seed: int = 0
-    source: str = ""  # "file.yaml: workloads[3]" for messages
-    batch_size: int | None = None  # configs per proposal round (Xe-Forge files with the llm proposer: 5)
-
-
-@dataclass
-class TuneOptions:
-    out_dir: Path
-    store_path: Path
-    cache_dir: Path
-    jobs: int | None = None
-    batch_size: int | None = None
-    budget_minutes: float | None = None
-    remeasure: bool = False
-    replay: Path | None = None
-    run_timeout_s: float = 120.0
-    build_timeout_s: float = 900.0
-    device: str | None = None
-    bench_args: dict[str, Any] = field(default_factory=dict)
-    kernel_options: dict[str, Any] = field(default_factory=dict)
-    streamk_twins: bool = True
-    command: str = ""
-    gpus: str | None = None  # --gpus all|0,1,..: benchmark on every listed GPU (scaleout.gpu_pool)
-    cluster: str | None = None  # --cluster tcp://HOST:8786|local: Dask distributed (scaleout.dask_executor)
-    # --finalists / --confirm-rounds / --no-baseline: what runs after the search (tile_tuner.confirm)
-    confirm: ConfirmOptions = field(default_factory=ConfirmOptions)
-
-
-@dataclass
-class Tried:
-    """One config tried for one workload (what the run JSON lists)."""
-
-    config: dict[str, Any]
-    label: str
-    status: str
-    reason: str = ""
-    time_ms: float | None = None
-    tflops: float | None = None
-    runtime: dict[str, Any] | None = None
-    source: str = "measured"  # measured | store | replay
-    is_default: bool = False
-    order: int = 0
-    build_s: float = 0.0
-    run_s: float = 0.0
-    variants: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
-class WorkloadState:
-    workload: Workload
-    problem: dict[str, Any]
-    space: SearchSpace
-    proposer: Any
-    kernel: Any
-    history: History = field(default_factory=History)
-    tried: list[Tried] = field(default_factory=list)
-    default_key: str = ""
-    default_cfg: Any = None
-    done: bool = False
-    stop_reason: str = ""
-    propose_s: float = 0.0
-    build_s: float = 0.0
-    bench_s: float = 0.0
-    best_trace: list[float | None] = field(default_factory=list)  # best-so-far after each measurement
-
-    @property
-    def measured(self) -> int:
-        return len(self.tried)
-
-    def best(self) -> Tried | None:
-        ok = [t for t in self.tried if t.status == "ok" and is_plausible_time(t.time_ms)]
-        return min(ok, key=lambda t: t.time_ms) if ok else None  # type: ignore[arg-type, return-value]
-
-
-@dataclass
-class RoundItem:
-    state: WorkloadState
-    config: Any
-    key: str
-    build: BuildItem | None  # None: served from the store / replay
-    stored: Measurement | None = None
-
-
-@dataclass
-class Round:
-    items: list[RoundItem]
-    future: Future | None = None
-
-
-# --------------------------------------------------------------------------------------------------
-# backends
-
-
-class LocalBackend:
-    """Builds with CMake + ninja into the content cache and runs binaries on the local GPU."""
-
-    name = "local"
-
-    def __init__(self, kernel: Any, target: str, options: TuneOptions) -> None:
-        self.kernel = kernel
-        self.target = target
-        self.options = options
-        self.recipe = kernel.build_recipe(
-            target, {**options.kernel_options, "build_timeout_s": options.build_timeout_s}
-        )
-        kernel.check_runtime()  # raises ToolMissingError before any build (TileKernelBase: no-op)
-        self.cache = BuildCache(options.cache_dir)
-        self.device_name = detect_device_name(options.device)
-        self.toolchain = self.recipe.toolchain_version
-        self.library = self.recipe.library_version
-        self.deadline: float | None = None
-
-    def build(self, items: list[BuildItem]) -> dict[str, BuildOutcome]:
-        return build_batch(
-            items,
-            self.recipe,
-            self.cache,
-            self.options.out_dir / "build",
-            jobs=self.options.jobs,
-            timeout_s=self.options.build_timeout_s,
-            deadline=self.deadline,
-            retry_failures=self.options.remeasure,
-        )
-
-    def measure(
-        self, item: RoundItem, outcome: BuildOutcome | None, env: dict[str, str] | None = None
-    ) -> tuple[str, str, dict[str, Any] | None, float]:
-        """``env``: extra environment for the program (the GPU pool pins the GPU with it)."""
-        if outcome is None or outcome.binary is None:
-            status = outcome.status if outcome else "build_failed"
-            return status, (outcome.message if outcome else "no build outcome"), None, 0.0
-        return measure_binary(
-            item.state.kernel, item.config, item.state.problem, outcome.binary,
-            self.options.bench_args, self.options.run_timeout_s, env,
-        )  # fmt: skip
-
-
-def measure_binary(
-    kernel: Any,
-    config: Any,
-    problem: dict[str, Any],
-    binary: Path,
-    bench_args: dict[str, Any],
-    timeout_s: float,
-    extra_env: dict[str, str] | None = None,
-) -> tuple[str, str, dict[str, Any] | None, float]:
-    """Run one built config on one problem (all run-time variants); also called on Dask GPU workers."""
-    variants = kernel.runtime_variants(config, problem)
-    runtime: dict[str, Any] = dict(bench_args)
-    if kernel.runs_variants_in_one_process:
-        runtime["variants"] = variants
-        argv, env = kernel.run_command(binary, problem, runtime)
-        run = run_program(argv, {**env, **(extra_env or {})}, timeout_s)
-        return run.status, run.message, run.raw or None, run.seconds
-    # one process per variant: keep the fastest verified one, any failure fails the config
-    best: dict[str, Any] | None = None
-    seconds = 0.0
-    all_raw: list[dict[str, Any]] = []
-    for variant in variants:
-        argv, env = kernel.run_command(binary, problem, {**runtime, **variant})
-        run = run_program(argv, {**env, **(extra_env or {})}, timeout_s)
-        seconds += run.seconds
-        if run.status != "ok":
-            return run.status, run.message, run.raw or None, seconds
-        all_raw.append(run.raw)
-        if best is None or run.raw["time_ms"]["median"] < best["time_ms"]["median"]:
-            best = run.raw
-    if best is None:
-        return "cannot_run", "no run-time variant", None, seconds
-    best = dict(best)
-    best["variants"] = [
-        {"runtime": r.get("runtime"), "status": r["status"], "time_ms": r.get("time_ms")} for r in all_raw
-    ]
-    return "ok", "", best, seconds
-
-
-class ReplayBackend:
-    """Serves measurements from a store recorded on real hardware; builds and runs nothing."""
-
-    name = "replay"
-
-    def __init__(self, kernel: Any, target: str, options: TuneOptions) -> None:
-        assert options.replay is not None
-        self.kernel = kernel
-        self.target = target
-        self.options = options
-        self.replay = ResultsStore(options.replay, readonly=True)
-        self.device_name = "replay"
-        self.toolchain = "replay"
-        self.library = "replay"
-
-    def build(self, items: list[BuildItem]) -> dict[str, BuildOutcome]:
-        return {}
-
-    def lookup(self, item: RoundItem) -> Measurement | None:
-        st = item.state
-        return self.replay.replay_lookup(
-            self.target,
-            st.workload.kernel,
-            st.problem["dtype"],
-            st.problem.get("layout", ""),
-            problem_key(st.problem),
-            item.key,
-        )
-
-    def measure(
-        self, item: RoundItem, outcome: BuildOutcome | None, env: dict[str, str] | None = None
-    ) -> tuple[str, str, dict[str, Any] | None, float]:
-        return replay_result(self.lookup(item))
-
-
-def replay_result(m: Measurement | None) -> tuple[str, str, dict[str, Any] | None, float]:
-    """A recorded measurement as a benchmark result (also called on Dask GPU workers)."""
-    if m is None:
-        return "not_recorded", "config not in the replay store", None, 0.0
-    result = dict(m.result or {})
-    result.setdefault(
-        "time_ms", {"median": m.time_ms, "min": m.time_min_ms, "max": m.time_max_ms, "repetitions": 1}
-    )
-    result["replayed_from"] = {"device": m.key.device, "toolchain": m.key.toolchain, "library": m.key.library}
-    return m.status, m.reason, result, m.run_s
-
-
-def detect_device_name(user_device: str | None) -> str:
-    """The GPU's name for result keys: the user's choice wins, else nvidia-smi, else 'unknown'."""
-    if user_device:
-        return user_device
-    import shutil
-    import subprocess
-
-    smi = shutil.which("nvidia-smi")
-    if smi:
-        try:
-            out = subprocess.run(
-                [smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
-            )
-            name = out.stdout.strip().splitlines()[0].strip() if out.stdout.strip() else ""
-            if name:
-                return name
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-    return "unknown"
-
-
-# --------------------------------------------------------------------------------------------------
-# the loop
+from kernelpilot.tile_tuner.store import Measurement, MeasurementKey, ResultsStore, problem_key
+from kernelpilot.tile_tuner.workload import (
+    Round,
+    RoundItem,
+    Tried,
+    TuneOptions,
+    Workload,
+    WorkloadState,
+)
 
 
 class TuneEngine:
@@ -323,7 +62,9 @@ class TuneEngine:
         self.device = device
         self.on_event = on_event or (lambda kind, data: None)
         self.proposer_options = proposer_options or {}
-        self.backend: Any = (ReplayBackend if options.replay else LocalBackend)(kernel, target, options)
+        self.backend: Any = (ReplayBackend if options.replay else LocalBackend)(
+            kernel, target, options, target_model
+        )
         # where rounds are built and benchmarked (in-process, a GPU pool, Dask): see tile_tuner.scaleout
         self.executor: Any = executor if executor is not None else InProcessExecutor()
         self._owns_executor = executor is None
@@ -435,8 +176,6 @@ class TuneEngine:
     def _default_batch(self) -> int:
         jobs = self.options.jobs
         if jobs is None:
-            from kernelpilot.tile_tuner.builder import default_jobs
-
             recipe = getattr(self.backend, "recipe", None)
             jobs = default_jobs(recipe.memory_gb_per_job) if recipe else 8
         return max(4, jobs)
@@ -613,84 +352,3 @@ class TuneEngine:
                 s.done = True
                 s.stop_reason = s.stop_reason or "finished"
         return states
-
-
-def tflops_of(kernel: Any, problem: dict[str, Any], time_ms: float | None) -> float | None:
-    if not time_ms or not math.isfinite(time_ms):
-        return None
-    return kernel.flops(problem) / (time_ms * 1e-3) / 1e12
-
-
-def summarize_state(s: WorkloadState, target: str, device: Any, kernel: Any) -> dict[str, Any]:
-    """Per-workload part of the run JSON."""
-    best = s.best()
-    default = next((t for t in s.tried if t.is_default), None)
-    peak = None
-    if device is not None:
-        try:
-            peak = float(device.peak(s.problem["dtype"]))
-        except Exception:  # noqa: BLE001
-            peak = None
-    flops = kernel.flops(s.problem)
-    min_bytes = kernel.min_bytes(s.problem)
-    disagreements = [
-        {"label": t.label, "config": t.config, "status": t.status, "reason": t.reason}
-        for t in s.tried
-        if t.status in FAILED_STATUSES
-    ]
-    return {
-        "name": s.workload.name,
-        "kernel": s.workload.kernel,
-        "dims": {k: v for k, v in s.problem.items() if k not in ("dtype",)},
-        "dtype": s.problem["dtype"],
-        "target": target,
-        "device": getattr(device, "name", None),
-        "proposer": s.workload.proposer,
-        "space_size": len(s.space),
-        "flops": flops,
-        "min_bytes": min_bytes,
-        "best": None
-        if best is None
-        else {
-            "config": best.config,
-            "label": best.label,
-            "runtime": best.runtime,
-            "time_ms": best.time_ms,
-            "tflops": best.tflops,
-            "pct_of_peak": (100.0 * best.tflops / peak) if (peak and best.tflops) else None,
-        },
-        "default": None
-        if default is None
-        else {
-            "config": default.config,
-            "label": default.label,
-            "status": default.status,
-            "time_ms": default.time_ms,
-            "tflops": default.tflops,
-        },
-        "speedup_vs_default": (default.time_ms / best.time_ms)
-        if (best and default and default.time_ms)
-        else None,
-        # "library": the library's untuned default; "model_best": the library has none for this problem
-        # and the model's best legal config is the baseline (note says why)
-        "baseline": {
-            "source": getattr(s.space, "default_source", "library"),
-            "note": getattr(s.space, "default_note", ""),
-        },
-        "measured_configs": s.measured,
-        "best_trace_ms": s.best_trace,
-        "stop_reason": s.stop_reason,
-        "model_disagreements": disagreements,
-        "invalid_proposals": s.history.invalid,
-        "tried": [t.__dict__ for t in s.tried],
-        "time_s": {
-            "propose": round(s.propose_s, 3),
-            "build_wait": round(s.build_s, 3),
-            "benchmark": round(s.bench_s, 3),
-        },
-        "peak_tflops": peak,
-    }
-
-
-def canonical_problem(problem: dict[str, Any]) -> str:
-    return canonical(problem)

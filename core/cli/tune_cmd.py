@@ -196,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
     from kernelpilot.tile_tuner import report
     from kernelpilot.tile_tuner.api import run_batch
     from kernelpilot.tile_tuner.confirm import ConfirmOptions
-    from kernelpilot.tile_tuner.engine import TuneOptions
+    from kernelpilot.tile_tuner.workload import TuneOptions
 
     _check_flags(args)
     confirm = ConfirmOptions(

@@ -53,6 +53,7 @@ from kernelpilot.hw_models.sm90.gemm import (
     stage_bytes,
     wgmma_k,
 )
+from kernelpilot.hw_models.sm90.vendor import NVIDIA
 from kernelpilot.hw_models.types import CheckResult, Collector, TileConfig
 
 
@@ -63,6 +64,7 @@ class Sm90Model(TargetModel):
     family = "sm90"
     default_device = "h200"
     kernels = KERNELS
+    vendor = NVIDIA
 
     # -- parsing -------------------------------------------------------------------------------------
     def parse_config(self, raw: dict[str, Any], where: str = "config") -> Sm90GemmConfig | Sm90FmhaConfig:

@@ -42,6 +42,7 @@ from kernelpilot.hw_models.xe.dpas import (
 )
 from kernelpilot.hw_models.xe.fa import XeFaRules
 from kernelpilot.hw_models.xe.gemm import XeGemmRules
+from kernelpilot.hw_models.xe.vendor import LEVEL_ZERO
 
 
 class XeModel(XeGemmRules, XeFaRules):
@@ -49,6 +50,7 @@ class XeModel(XeGemmRules, XeFaRules):
 
     family = "xe"
     kernels = KERNELS
+    vendor = LEVEL_ZERO
 
     def __init__(self, name: str, default_device: str, aot_names: tuple[str, ...]) -> None:
         self.name = name

@@ -30,7 +30,8 @@ def _factor(key: str) -> float:
 def record_synthetic_store(path: Path, problems: list[dict[str, Any]] | None = None) -> Path:
     """Record every legal sm90 bf16 GEMM config of ``problems`` into a new store at ``path``."""
     from kernelpilot.targets import get_target_model
-    from kernelpilot.tile_tuner.api import get_tile_kernel, resolve_device
+    from kernelpilot.tile_tuner.api import resolve_device
+    from kernelpilot.tile_tuner.kernels import get_tile_kernel
     from kernelpilot.tile_tuner.space import SearchSpace, config_key
     from kernelpilot.tile_tuner.store import Measurement, MeasurementKey, ResultsStore, problem_key
 

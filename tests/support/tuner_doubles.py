@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from kernelpilot.hw_models.base import TargetModel
 from kernelpilot.hw_models.types import CheckResult, Violation
 from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram, TileKernelBase
 
@@ -43,7 +44,7 @@ def toy_time_ms(tile: tuple[int, int], schedule: str, m: int, n: int) -> float:
     return t * (m * n) / 1e6
 
 
-class ToyModel:
+class ToyModel(TargetModel):
     name = "toy"
 
     def parse_config(self, raw: dict[str, Any], where: str = "config") -> ToyConfig:

@@ -15,9 +15,11 @@ import pytest
 
 from kernelpilot.tile_tuner.confirm import ConfirmOptions, Contender, confirm
 from kernelpilot.tile_tuner.confirm_run import apply, confirm_state
-from kernelpilot.tile_tuner.engine import TuneEngine, TuneOptions, Workload, summarize_state
+from kernelpilot.tile_tuner.engine import TuneEngine
 from kernelpilot.tile_tuner.report import confirmation_notes
 from kernelpilot.tile_tuner.store import ResultsStore
+from kernelpilot.tile_tuner.summary import summarize_state
+from kernelpilot.tile_tuner.workload import TuneOptions, Workload
 from tests.support import REPO, run_cli
 from tests.support.tuner_doubles import ToyKernel, ToyKernelWithVendor, ToyModel
 

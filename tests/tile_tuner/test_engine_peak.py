@@ -14,7 +14,9 @@ import pytest
 from kernelpilot.dsl_plugins.sycl.kernels import all_kernels
 from kernelpilot.hw_models.catalogue import get_device, peak_key
 from kernelpilot.targets import get_target_model
-from kernelpilot.tile_tuner.engine import RoundItem, TuneEngine, TuneOptions, Workload, summarize_state
+from kernelpilot.tile_tuner.engine import TuneEngine
+from kernelpilot.tile_tuner.summary import summarize_state
+from kernelpilot.tile_tuner.workload import RoundItem, TuneOptions, Workload
 from tests.support import REPO
 
 STORE = REPO / "tests" / "data" / "replay" / "h200_gemm_bf16.sqlite"

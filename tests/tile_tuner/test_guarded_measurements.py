@@ -75,8 +75,10 @@ def _doctor(store: Path) -> dict[str, str]:
 def test_impossible_replayed_rows_never_crash_the_tune_or_become_the_best(tmp_path):
     from kernelpilot.dsl_plugins.cuda.gemm import CutlassSm90Gemm
     from kernelpilot.targets import get_target_model
-    from kernelpilot.tile_tuner.engine import TuneEngine, TuneOptions, Workload, summarize_state
+    from kernelpilot.tile_tuner.engine import TuneEngine
     from kernelpilot.tile_tuner.store import ResultsStore, canonical
+    from kernelpilot.tile_tuner.summary import summarize_state
+    from kernelpilot.tile_tuner.workload import TuneOptions, Workload
 
     replay = tmp_path / "replay.sqlite"
     shutil.copy(STORE, replay)

@@ -26,7 +26,8 @@ pytestmark = pytest.mark.skipif(shutil.which("c++") is None, reason="needs a hos
 WORKER = r"""
 import json, sys
 from pathlib import Path
-from kernelpilot.tile_tuner.engine import TuneEngine, TuneOptions, Workload
+from kernelpilot.tile_tuner.engine import TuneEngine
+from kernelpilot.tile_tuner.workload import TuneOptions, Workload
 from kernelpilot.tile_tuner.store import ResultsStore
 from tests.support.tuner_doubles import ToyKernel, ToyModel
 

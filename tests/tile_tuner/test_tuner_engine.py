@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.tile_tuner.engine import TuneEngine, TuneOptions, Workload
+from kernelpilot.tile_tuner.engine import TuneEngine
 from kernelpilot.tile_tuner.store import ResultsStore
+from kernelpilot.tile_tuner.workload import TuneOptions, Workload
 from tests.support.tuner_doubles import ToyKernel, ToyModel, toy_time_ms
 
 pytestmark = pytest.mark.skipif(shutil.which("c++") is None, reason="needs a host C++ compiler")
@@ -79,7 +80,7 @@ def test_failure_is_recorded_as_model_disagreement_and_batch_goes_on(tmp_path, m
     failed = [t for t in s.tried if t.status != "ok"]
     assert [(t.label, t.status) for t in failed] == [("64x64_b", "wrong_result")]
     assert s.best().label != "64x64_b"
-    from kernelpilot.tile_tuner.engine import summarize_state
+    from kernelpilot.tile_tuner.summary import summarize_state
 
     doc = summarize_state(s, "toy", None, ToyKernel())
     assert doc["model_disagreements"][0]["label"] == "64x64_b"

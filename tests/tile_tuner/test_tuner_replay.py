@@ -70,8 +70,9 @@ def test_model_proposer_reaches_98_percent_of_exhaustive_within_16(tmp_path, dim
     """The model proposer's target (>= 98 % of the exhaustive best within 16), on the recorded ground truth (batches of 8: one refinement round)."""
     from kernelpilot.dsl_plugins.cuda.gemm import CutlassSm90Gemm
     from kernelpilot.targets import get_target_model
-    from kernelpilot.tile_tuner.engine import TuneEngine, TuneOptions, Workload
+    from kernelpilot.tile_tuner.engine import TuneEngine
     from kernelpilot.tile_tuner.store import ResultsStore
+    from kernelpilot.tile_tuner.workload import TuneOptions, Workload
 
     opts = TuneOptions(
         out_dir=tmp_path,
@@ -110,8 +111,10 @@ def test_report_rerenders_a_replayed_run(tmp_path):
 def test_result_above_the_device_peak_is_an_error_not_a_record(tmp_path):
     from kernelpilot.dsl_plugins.cuda.gemm import CutlassSm90Gemm
     from kernelpilot.targets import get_target_model
-    from kernelpilot.tile_tuner.engine import TuneEngine, TuneOptions, Workload, summarize_state
+    from kernelpilot.tile_tuner.engine import TuneEngine
     from kernelpilot.tile_tuner.store import ResultsStore
+    from kernelpilot.tile_tuner.summary import summarize_state
+    from kernelpilot.tile_tuner.workload import TuneOptions, Workload
 
     class TinyPeak:
         name = "tiny"

@@ -13,11 +13,12 @@ interface:
   benchmarks on workers that declare a ``GPU`` resource, binaries carried in task results; the client
   stays the only writer of the results store.
 
-:func:`make_executor` picks one from the tune options.
+:func:`~.factory.make_executor` picks one from the tune options.
 """
 
 from __future__ import annotations
 
-from kernelpilot.tile_tuner.scaleout.base import Executor, InProcessExecutor, MeasureRequest, make_executor
+from kernelpilot.tile_tuner.scaleout.base import Executor, InProcessExecutor, MeasureRequest
+from kernelpilot.tile_tuner.scaleout.factory import make_executor
 
 __all__ = ["Executor", "InProcessExecutor", "MeasureRequest", "make_executor"]

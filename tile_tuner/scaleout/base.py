@@ -143,27 +143,3 @@ class InProcessExecutor:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
-
-
-def make_executor(options: Any, groups: list[Any] | None = None) -> Executor:
-    """The executor the tune options ask for: ``options.cluster`` (Dask) wins over ``options.gpus``
-    (one host's GPU pool); neither -> :class:`InProcessExecutor`.
-
-    ``groups`` (the batch's kernel groups) tell which vendor's pinning variables to use
-    (``CUDA_VISIBLE_DEVICES`` for the cuda backend, ``ZE_AFFINITY_MASK`` for sycl).
-    """
-    cluster = getattr(options, "cluster", None)
-    gpus = getattr(options, "gpus", None)
-    if not cluster and not gpus:
-        return InProcessExecutor()
-    from kernelpilot.tile_tuner.scaleout.gpus import resolve_gpus, vendor_of
-
-    vendor = vendor_of(groups or [])
-    replay = bool(getattr(options, "replay", None))
-    if cluster:
-        from kernelpilot.tile_tuner.scaleout.dask_executor import DaskExecutor
-
-        return DaskExecutor.from_options(options, vendor)
-    from kernelpilot.tile_tuner.scaleout.gpu_pool import GpuPoolExecutor
-
-    return GpuPoolExecutor(resolve_gpus(gpus, vendor, replay=replay), vendor)

@@ -3,8 +3,8 @@
 Why plain picklable dataclasses and module-level functions: a worker (possibly on another host)
 receives only data, rebuilds what it needs locally (the TileKernel from the plugin registry, the
 build recipe from its own toolchain) and calls the same functions the local loop calls
-(:func:`~kernelpilot.tile_tuner.builder.build_batch`, :func:`~kernelpilot.tile_tuner.engine.measure_binary`,
-:func:`~kernelpilot.tile_tuner.engine.replay_result`), so a cluster run measures exactly what a local
+(:func:`~kernelpilot.tile_tuner.builder.build_batch`, :func:`~kernelpilot.tile_tuner.measure.measure_binary`,
+:func:`~kernelpilot.tile_tuner.measure.replay_result`), so a cluster run measures exactly what a local
 run measures.  Built binaries travel as bytes inside :class:`BuiltBinary` (a CUTLASS program is a few
 MB); the benchmark worker writes them into its own content-addressed folder once.
 
@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.errors import ToolMissingError
+from kernelpilot.tile_tuner.kernels import get_tile_kernel
+from kernelpilot.tile_tuner.measure import measure_binary, replay_result
 
 
 @dataclass(frozen=True)
@@ -84,8 +86,6 @@ class ReplayJob:
 
 @functools.cache
 def _tile_kernel(kind: str, target: str) -> Any:
-    from kernelpilot.tile_tuner.api import get_tile_kernel
-
     return get_tile_kernel(kind, target)
 
 
@@ -124,11 +124,9 @@ def worker_identity() -> dict[str, str]:
 
 
 def warm_worker() -> str:
-    """Import the tuner once per worker, ahead of its first task.  Not the plugin registry: tasks
-    carry their TileKernel (its module is imported when the task is unpickled), and loading every
-    plugin would import Triton for nothing."""
-    from kernelpilot.tile_tuner import engine  # noqa: F401
-
+    """Load this module (and with it the builder and the measurement code) once per worker, ahead of
+    its first task.  Not the plugin registry: tasks carry their TileKernel (its module is imported when
+    the task is unpickled), and loading every plugin would import Triton for nothing."""
     return socket.gethostname()
 
 
@@ -204,8 +202,6 @@ def run_bench(
     job: BenchJob, binary: BuiltBinary
 ) -> tuple[tuple[str, str, dict[str, Any] | None, float], float, dict[str, str]]:
     """Benchmark on this worker's GPU (the worker process is pinned at start; see docs/distributed.md)."""
-    from kernelpilot.tile_tuner.engine import measure_binary
-
     t0 = time.monotonic()
     path = materialize(binary)
     kernel = job.kernel or _tile_kernel(job.kind, job.target)
@@ -215,8 +211,6 @@ def run_bench(
 
 def run_replay(job: ReplayJob) -> tuple[tuple[str, str, dict[str, Any] | None, float], float, dict[str, str]]:
     """Serve a recorded measurement on a GPU worker (exercises the cluster path without a GPU)."""
-    from kernelpilot.tile_tuner.engine import replay_result
-
     t0 = time.monotonic()
     store = _replay_store(job.replay_path)
     m = store.replay_lookup(job.target, job.kernel, job.dtype, job.layout, job.problem, job.config_key)

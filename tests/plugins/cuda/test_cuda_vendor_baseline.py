@@ -8,8 +8,8 @@ import json
 import pytest
 
 from kernelpilot.dsl_plugins.cuda import vendor_worker
-from kernelpilot.tile_tuner.api import get_tile_kernel
 from kernelpilot.tile_tuner.baseline import plan_for, run_plan
+from kernelpilot.tile_tuner.kernels import get_tile_kernel
 
 torch = pytest.importorskip("torch")
 

@@ -7,8 +7,8 @@ import pytest
 
 from kernelpilot.dsl_plugins.sycl.vendor_worker import generic_problem
 from kernelpilot.tile_tuner import torch_baselines
-from kernelpilot.tile_tuner.api import get_tile_kernel
 from kernelpilot.tile_tuner.baseline import plan_for, run_plan
+from kernelpilot.tile_tuner.kernels import get_tile_kernel
 from kernelpilot.tile_tuner.vendor_timing import Rule
 
 torch = pytest.importorskip("torch")

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from kernelpilot.tile_tuner.engine import TuneEngine, TuneOptions, Workload
+from kernelpilot.tile_tuner.engine import TuneEngine
 from kernelpilot.tile_tuner.scaleout.gpu_pool import GpuPoolExecutor
 from kernelpilot.tile_tuner.store import ResultsStore
+from kernelpilot.tile_tuner.workload import TuneOptions, Workload
 from tests.support.tuner_doubles import ToyKernel, ToyModel
 
 distributed = pytest.importorskip("distributed")

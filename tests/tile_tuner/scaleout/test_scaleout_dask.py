@@ -13,8 +13,8 @@ distributed = pytest.importorskip("distributed")
 
 from kernelpilot.tile_tuner.api import run_batch  # noqa: E402
 from kernelpilot.tile_tuner.batch import load_batch  # noqa: E402
-from kernelpilot.tile_tuner.engine import TuneOptions  # noqa: E402
 from kernelpilot.tile_tuner.store import ResultsStore  # noqa: E402
+from kernelpilot.tile_tuner.workload import TuneOptions  # noqa: E402
 from tests.support.scaleout import comparable, replay_store, write_batch  # noqa: E402
 
 

@@ -93,8 +93,8 @@ def test_worker_identity_outside_dask(monkeypatch):
 
 
 def test_remote_cluster_rejects_gpus_flag(tmp_path):
-    from kernelpilot.tile_tuner.engine import TuneOptions
     from kernelpilot.tile_tuner.scaleout.dask_executor import DaskExecutor
+    from kernelpilot.tile_tuner.workload import TuneOptions
 
     opts = TuneOptions(out_dir=tmp_path, store_path=tmp_path / "s", cache_dir=tmp_path / "c",
                        cluster="tcp://127.0.0.1:1", gpus="0")  # fmt: skip
