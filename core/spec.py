@@ -420,7 +420,7 @@ class KernelSpec:
                 rng = (lo, hi)
             resolved_inputs.append(ResolvedInput(pname, tuple(shape), dtype, rng))
 
-        init_args = []
+        init_args: list[Any] = []  # dimension values or literal constants, in Model(*init_args) order
         for i, item in enumerate(self.inits):
             (key, ref), *_ = item.items()
             if isinstance(ref, str) and DIM_NAME.match(ref):

@@ -49,6 +49,8 @@ def _backend_checks() -> list[dict[str, Any]]:
         if "kp_doctor_checks" not in record.hooks:
             continue
         plugin = registry.manager.get_plugin(record.name)
+        if plugin is None:
+            continue
         try:
             checks.extend(asdict(c) for c in plugin.kp_doctor_checks() or [])
         except Exception as exc:  # a plugin's probe must not take doctor down
@@ -75,11 +77,12 @@ def collect() -> dict[str, Any]:
         report["tools"][tool] = {"path": finder()}
     for flavour, env in (("cutlass", "CUTLASS_DIR"), ("sycl-tla", "SYCL_TLA_DIR")):
         tree = toolchain.find_headers(flavour)
-        report["headers"][flavour] = (
+        found: dict[str, Any] = (
             {"include": str(tree.include), "version": tree.version, "source": tree.source}
             if tree
             else {"include": None, "hint": f"set {env} or pip install --target DIR the wheel"}
         )
+        report["headers"][flavour] = found
     settings = load_settings()
     report["backends"] = _backend_checks()
     report["llm"] = {

@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -277,9 +277,8 @@ def _run_pipeline(args, session, engine, stages, correctness_only, log, profiler
             if interp and result.improved
             else ("improved" if result.improved else "not improved")
         )
-        print(
-            f"{state}: speedup {verdict}; wrote {', '.join(summary['outputs'])}; record {result.record_path}"
-        )
+        outputs = cast(list[str], summary["outputs"])  # the summary's file list (mixed-value dict)
+        print(f"{state}: speedup {verdict}; wrote {', '.join(outputs)}; record {result.record_path}")
         for warning in result.record.warnings:
             print(f"warning: {warning}")
     return 0

@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     ranked: list[tuple[float, Any]] = []
     default_entry = None
     if dims:
+        assert problem is not None  # built from dims above
         flops = (
             attention_flops(problem) if args.kernel.startswith("fa_") else gemm_flops(problem, args.kernel)
         )

@@ -14,8 +14,9 @@ from typing import Literal
 
 from kernelpilot.pipeline.contracts import Issue
 
+Severity = Literal["low", "medium", "high"]
 # (category, pattern, message, severity, suggestion): the first match of each is one finding
-Check = tuple[str, "re.Pattern[str]", str, str, str]
+Check = tuple[str, "re.Pattern[str]", str, Severity, str]
 
 TUNABLE_DEFINES = re.compile(
     r"^[ \t]*#[ \t]*define[ \t]+((?:BLOCK|TILE|THREADS|WARPS|VEC|GROUP|BM|BN|BK|TM|TN|ROWS|WG|SG)\w*)[ \t]+\d+",
@@ -97,7 +98,7 @@ class CppSourceAnalyzer:
                         line=line_of(code, match.start()),
                         severity=severity,
                         suggestion=suggestion,
-                    )  # type: ignore[arg-type]
+                    )
                 )
         names = self.tunable_names.findall(code)
         if names:

@@ -12,6 +12,7 @@ A DSL whose kernel file embeds the C++ (CUDA's ``load_inline`` form: C++ in Pyth
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,10 @@ from kernelpilot.cpp_source.tunables import apply_config, batches, current_value
 from kernelpilot.pipeline.contracts import StageContext
 
 Transform = Callable[[str], str]
+
+
+def _apply(text: str, config: dict[str, int]) -> str:
+    return apply_config(text, config)
 
 
 class CppView:
@@ -69,10 +74,7 @@ class SourceAutotuneStage:
         if context.attempt >= len(plan):
             return []
         source = context.current_source
-        return [
-            self.view.rewrite(source, lambda text, c=config: apply_config(text, c))
-            for config in plan[context.attempt]
-        ]
+        return [self.view.rewrite(source, functools.partial(_apply, config=c)) for c in plan[context.attempt]]
 
 
 _DOUBLE = re.compile(r"\bdouble\b")

@@ -245,8 +245,12 @@ def apply_config(source: str, config: dict[str, int]) -> str:
     out = source
     for name, value in config.items():
         total = 0
+
+        def replace(m: re.Match[str], v: int = value) -> str:
+            return f"{m.group('head')}{v}{m.group('tail')}"
+
         for pattern in _patterns(name):
-            out, count = pattern.subn(lambda m, v=value: f"{m.group('head')}{v}{m.group('tail')}", out)
+            out, count = pattern.subn(replace, out)
             total += count
         if total == 0:
             raise ValueError(

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.errors import InputError
-from kernelpilot.pipeline.contracts import Evaluation, ExecutorBase, Timing
+from kernelpilot.pipeline.contracts import Evaluation, ExecutorBase, Timing, Verdict
 from kernelpilot.proc import communicate_or_kill, kill_tree, spawn
 from kernelpilot.secrets import scrubbed_environ
 from kernelpilot.spec import KernelSpec, ResolvedVariant, load_spec
@@ -196,7 +196,7 @@ class JobExecutor(ExecutorBase):
             raise RuntimeError("call prepare() before evaluate()")
         problems = self.validate(source)
         if problems:
-            verdict = "compile_error" if problems[0].startswith("syntax") else "invalid"
+            verdict: Verdict = "compile_error" if problems[0].startswith("syntax") else "invalid"
             return Evaluation(verdict=verdict, message="; ".join(problems))
         fields: dict[str, Any] = {"candidate_path": None, "seed": int(seed), "time_it": bool(time_it)}
         if self.verifies_outputs:

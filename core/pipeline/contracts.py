@@ -133,7 +133,7 @@ class StageContext:
     device: str
     original_source: str
     current_source: str  # the stage's input (best so far)
-    issues: list[dict[str, Any]]
+    issues: list[Any]  # Issue objects (the pipeline) or their dicts (skills, LLM replies)
     spec: Any
     variant: str
     settings: Any

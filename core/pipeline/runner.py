@@ -19,7 +19,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kernelpilot.errors import InputError, KernelpilotError, ToolMissingError
 from kernelpilot.pipeline.contracts import (
@@ -28,6 +28,7 @@ from kernelpilot.pipeline.contracts import (
     Issue,
     StageContext,
     Timing,
+    Verdict,
     timing_columns,
 )
 from kernelpilot.pipeline.noise import estimate_noise, is_faster, not_slower
@@ -855,9 +856,8 @@ def _evaluation_from_node(node: TrialNode) -> Evaluation:
             interpreter=node.interpreter,
         )
     extra = {k: v for k, v in (node.extra or {}).items() if isinstance(v, str | int | float | bool)}
-    return Evaluation(
-        verdict=node.verdict or "runtime_error", message=node.message, timing=timing, extra=extra
-    )  # type: ignore[arg-type]
+    verdict = cast(Verdict, node.verdict or "runtime_error")  # the store holds Evaluation verdicts
+    return Evaluation(verdict=verdict, message=node.message, timing=timing, extra=extra)
 
 
 def check_options(options: PipelineOptions) -> None:

@@ -117,16 +117,16 @@ def analyze_python_kernel(source: str, dsl: str = "triton") -> list[Issue]:
                 )
 
     for call in _launches(tree, kernel_names):
-        kernel = call.func.value.id  # type: ignore[union-attr]
+        launched = call.func.value.id  # type: ignore[attr-defined]
         for kw in call.keywords:
             if kw.arg is None or not isinstance(kw.value, ast.Constant):
                 continue
             value = kw.value.value
-            if kw.arg in constexprs.get(kernel, set()) and isinstance(value, int):
+            if kw.arg in constexprs.get(launched, set()) and isinstance(value, int):
                 issues.append(
                     Issue(
                         "hardcoded_block_size",
-                        f"launch of `{kernel}` fixes {kw.arg}={value}",
+                        f"launch of `{launched}` fixes {kw.arg}={value}",
                         line=call.lineno,
                         severity="medium",
                         suggestion="let the autotuner choose it (grid from META)",
@@ -136,7 +136,7 @@ def analyze_python_kernel(source: str, dsl: str = "triton") -> list[Issue]:
                 issues.append(
                     Issue(
                         "hardcoded_launch_config",
-                        f"launch of `{kernel}` fixes {kw.arg}={value}",
+                        f"launch of `{launched}` fixes {kw.arg}={value}",
                         line=call.lineno,
                         severity="low",
                         suggestion="tune num_warps/num_stages per device",

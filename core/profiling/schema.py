@@ -48,7 +48,9 @@ class ProfileReport:
     @property
     def primary(self) -> KernelProfile | None:
         """The kernel with the most total time (what an optimization should look at first)."""
-        return max(self.kernels, key=lambda k: k.total_us, default=None)
+        if not self.kernels:
+            return None
+        return max(self.kernels, key=lambda k: k.total_us)
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
