@@ -18,11 +18,34 @@ DATA_FOLDERS = {"cpp_templates": "kernelpilot/cpp_templates", "knowledge_base": 
 DATA_SUFFIXES = {".yaml", ".yml", ".json", ".j2", ".md", ".txt", ".cu", ".cpp", ".hpp", ".cmake"}
 
 
-def _venv_python(path: Path, system_site: bool) -> Path:
-    # With the system site-packages the venv uses the outer pip/setuptools (a venv's bundled
-    # setuptools can be too old to build a pyproject-only package without network access).
-    venv.EnvBuilder(with_pip=not system_site, system_site_packages=system_site).create(path)
+def _venv_python(path: Path) -> Path:
+    """A fresh venv with its own pip, seeing nothing of the environment running the tests."""
+    venv.EnvBuilder(with_pip=True).create(path)
     return path / "bin" / "python"
+
+
+def _venv_over_this_environment(path: Path) -> Path:
+    """A fresh venv layered over the environment running the tests: what is installed here
+    (kernelpilot, possibly editable; pip; setuptools; pytest) is visible there, and what is installed
+    there stays there.
+
+    ``system_site_packages=True`` is not that: it exposes the *base* interpreter's site-packages, which
+    inside a virtualenv lacks this environment's kernelpilot and build tools.  Instead each
+    site-packages folder on this interpreter's path is added with ``site.addsitedir`` from a ``.pth``
+    file, so their own ``.pth`` files (an editable install's import hook) are processed as well.
+    """
+    venv.EnvBuilder(with_pip=False).create(path)
+    python = path / "bin" / "python"
+    inner_site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    outer = [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()]
+    lines = [f"import site; site.addsitedir({p!r})" for p in dict.fromkeys(outer)]
+    (Path(inner_site) / "zz_outer_environment.pth").write_text("\n".join(lines) + "\n")
+    return python
 
 
 @pytest.mark.slow
@@ -53,7 +76,7 @@ def test_wheel_contains_data_and_installs_in_fresh_venv(tmp_path: Path) -> None:
     ):
         assert package in names
 
-    python = _venv_python(tmp_path / "venv", system_site=False)
+    python = _venv_python(tmp_path / "venv")
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True)
     probe = (
         "import json, kernelpilot; from importlib.resources import files;"
@@ -79,8 +102,8 @@ def test_new_dsl_scaffold_installs_and_is_discovered(tmp_path: Path) -> None:
     bad = run_cli("new-dsl", "Bad-Name", "-o", str(tmp_path / "x"))
     assert bad.returncode == 2 and "must match" in bad.stderr
 
-    python = _venv_python(tmp_path / "venv", system_site=True)
-    subprocess.run(
+    python = _venv_over_this_environment(tmp_path / "venv")
+    install = subprocess.run(
         [
             str(python),
             "-m",
@@ -91,10 +114,10 @@ def test_new_dsl_scaffold_installs_and_is_discovered(tmp_path: Path) -> None:
             "--no-build-isolation",
             str(tmp_path / "kp-tilelang"),
         ],
-        check=True,
         capture_output=True,
         text=True,
     )
+    assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
     listed = subprocess.run(
         [str(python), "-m", "kernelpilot", "plugins", "--json"],
         capture_output=True,
@@ -105,6 +128,7 @@ def test_new_dsl_scaffold_installs_and_is_discovered(tmp_path: Path) -> None:
     records = {r["name"]: r for r in json.loads(listed.stdout)}
     assert records["tilelang"]["loaded"] and records["tilelang"]["distribution"] == "kernelpilot-tilelang"
     assert "kp_prompt_dirs" in records["tilelang"]["hooks"]
+    assert "kp_target_models" in records["tilelang"]["hooks"] and records["tilelang"]["available"]
     own_test = subprocess.run(
         [
             str(python),
