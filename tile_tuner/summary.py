@@ -66,7 +66,7 @@ def summarize_state(s: WorkloadState, target: str, device: Any, kernel: Any) -> 
             "tflops": default.tflops,
         },
         "speedup_vs_default": (default.time_ms / best.time_ms)
-        if (best and default and default.time_ms)
+        if (best and default and default.time_ms and best.time_ms)
         else None,
         # "library": the library's untuned default; "model_best": the library has none for this problem
         # and the model's best legal config is the baseline (note says why)
