@@ -84,6 +84,9 @@ def test_the_value_that_matches_what_kernelpilot_does_is_accepted(
 def test_renamed_and_aliased_values_take_effect_with_a_notice(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    import kernelpilot.migration as migration
+
+    monkeypatch.setattr(migration, "_noticed", set())  # once per process: earlier tests may have printed it
     monkeypatch.setenv("AUTO_LOAD_KNOWLEDGE", "false")
     monkeypatch.setenv("ENGINE", "dspy")
     settings = load_settings(env_file=None)
