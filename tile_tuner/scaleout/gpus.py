@@ -1,8 +1,10 @@
 """Which GPUs ``--gpus`` means, and the environment that pins a benchmark process to one of them.
 
 Why environment variables: a benchmark program is a separate process that takes "device 0"; pinning
-it with ``CUDA_VISIBLE_DEVICES`` (NVIDIA) or ``ZE_AFFINITY_MASK`` + ``ONEAPI_DEVICE_SELECTOR`` (Intel
-Level Zero / SYCL) makes device 0 the GPU we chose without touching the program.  ``--gpus`` indices
+it with the vendor's visibility variable (``CUDA_VISIBLE_DEVICES`` for NVIDIA, ``ZE_AFFINITY_MASK`` +
+``ONEAPI_DEVICE_SELECTOR`` for Intel Level Zero / SYCL) makes device 0 the GPU we chose without touching
+the program.  Which variable, and how GPUs are listed, is the vendor's business
+(:class:`kernelpilot.hw_models.base.GpuVendor`, named by each target model); this module only resolves.  ``--gpus`` indices
 are indices into the GPUs this process can see: with ``CUDA_VISIBLE_DEVICES=2,3`` already set,
 ``--gpus 1`` pins to physical GPU 3, so a job scheduler's allocation is respected.
 """
@@ -10,14 +12,22 @@ are indices into the GPUs this process can see: with ``CUDA_VISIBLE_DEVICES=2,3`
 from __future__ import annotations
 
 import os
-import re
-import shutil
-import subprocess
 from typing import Any
 
 from kernelpilot.errors import InputError, ToolMissingError
+from kernelpilot.hw_models.base import GpuVendor
+from kernelpilot.targets import list_target_models
 
-VENDOR_ENV = {"cuda": "CUDA_VISIBLE_DEVICES", "sycl": "ZE_AFFINITY_MASK"}
+
+def gpu_vendor(name: str) -> GpuVendor:
+    """The GPU vendor called ``name`` (a ``TileKernel.backend``), as the registered target models name it."""
+    vendors = {m.vendor.name: m.vendor for m in list_target_models().values() if m.vendor.name}
+    if name not in vendors:
+        raise InputError(
+            f"no target model runs on {name!r} GPUs; known: {', '.join(sorted(vendors)) or 'none'}",
+            field="--gpus",
+        )
+    return vendors[name]
 
 
 def vendor_of(groups: list[Any]) -> str:
@@ -32,44 +42,16 @@ def vendor_of(groups: list[Any]) -> str:
 
 def pin_env(vendor: str, device: str) -> dict[str, str]:
     """Environment that makes ``device`` (a physical id or UUID) the only GPU a process sees."""
-    if vendor == "sycl":
-        # the affinity mask hides every other Level Zero device; the one left is level_zero:0
-        return {"ZE_AFFINITY_MASK": device, "ONEAPI_DEVICE_SELECTOR": "level_zero:0"}
-    return {"CUDA_VISIBLE_DEVICES": device}
+    return gpu_vendor(vendor).pin_env(device)
 
 
 def visible_gpus(vendor: str) -> list[str]:
     """Physical ids of the GPUs this process may use (the pinning variable if set, else probed)."""
-    var = VENDOR_ENV.get(vendor, "CUDA_VISIBLE_DEVICES")
-    preset = os.environ.get(var)
+    gv = gpu_vendor(vendor)
+    preset = os.environ.get(gv.visible_devices_env)
     if preset is not None and preset.strip() != "":
         return [p.strip() for p in preset.split(",") if p.strip()]
-    if vendor == "sycl":
-        return _probe_sycl()
-    return _probe_nvidia()
-
-
-def _probe_nvidia() -> list[str]:
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return []
-    try:
-        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [str(i) for i, _ in enumerate(ln for ln in out.splitlines() if ln.strip().startswith("GPU "))]
-
-
-def _probe_sycl() -> list[str]:
-    tool = shutil.which("sycl-ls")
-    if not tool:
-        return []
-    try:
-        out = subprocess.run([tool], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    ids = re.findall(r"\[level_zero:gpu\]\[level_zero:(\d+)\]", out)
-    return sorted(set(ids), key=int)
+    return gv.probe_gpus()
 
 
 def parse_gpus(spec: str) -> list[int] | None:

@@ -148,3 +148,15 @@ def test_busy_clock_counts_overlap_once(monkeypatch):
     assert clock.busy("bench") == pytest.approx(5.0)  # 0..4 once, plus 10..11
     assert clock.count("bench") == 3
     assert clock.busy("build") == 0.0
+
+
+def test_vendor_comes_from_the_target_models():
+    """The pinning variable and the probe are the target model's vendor's, not a table in the tuner."""
+    from kernelpilot.targets import get_target_model
+    from kernelpilot.tile_tuner.scaleout.gpus import gpu_vendor
+
+    assert gpu_vendor("cuda") is get_target_model("sm90").vendor
+    assert gpu_vendor("sycl") is get_target_model("bmg").vendor
+    assert get_target_model("sm90").vendor.visible_devices_env == "CUDA_VISIBLE_DEVICES"
+    with pytest.raises(InputError, match="known: cuda, sycl"):
+        pin_env("rocm", "0")
