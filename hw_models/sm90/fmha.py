@@ -161,8 +161,12 @@ def check_fmha(cfg: Sm90FmhaConfig, problem: dict[str, Any] | None) -> CheckResu
     )
     kstep = 256 // cfg.dtype.max_bits  # WGMMA K: 16 (16-bit), 32 (8-bit)
     if cfg.schedule == "tma":
-        # KernelTma: one warpgroup owns the Q tile; WGMMA M = 64 (mma_sm90.hpp:370)
-        out.require(qo % 64 == 0, "sm90.fa.tile_q", f"BlockQO={qo} is not a multiple of 64 (WGMMA M)")
+        # KernelTma: one warpgroup owns the whole Q tile, and the P@V step feeds the QK accumulator
+        # back as the A operand, which needs exactly one WGMMA atom (M = 64) along M:
+        # static_assert(size<1>(layout_qk_input) == 1) in examples/88_hopper_fmha/collective/
+        # fmha_collective_tma.hpp:410 (CUTLASS v4.2.0). BlockQO=128 fails that assert (seen on an H200
+        # build of 128x64x64_tma, benchmarks/results/confirm_h200_run_kinds.json).
+        out.require(qo == 64, "sm90.fa.tile_q", f"BlockQO={qo}: the KernelTma schedule takes BlockQO=64 only")
     else:
         # TileShapeQK M = BlockQO / NumMmaWarpGroups must be a WGMMA M multiple (mma_sm90.hpp:370)
         out.require(
@@ -231,7 +235,7 @@ def enumerate_fmha(kernel: str, pair: DTypePair, problem: dict[str, Any] | None)
     heads = (attention_dims(problem)["head_dim_qk"],) if problem else INSTANTIATED_HEAD_DIMS
     for d in heads:
         for schedule in FA_SCHEDULES:
-            qos = (64, 128) if schedule == "tma" else (128, 256)
+            qos = (64,) if schedule == "tma" else (128, 256)
             for qo in qos:
                 for kv in (64, 128, 256):
                     cfg = Sm90FmhaConfig(kernel=kernel, dtype=pair, tile=(qo, kv, d), schedule=schedule)

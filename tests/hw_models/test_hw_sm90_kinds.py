@@ -96,6 +96,21 @@ def test_fmha_stage_defaults_and_fp8_head_dims() -> None:
     assert any(c.tile[2] == 128 for c in sm90.enumerate("fa_prefill", "e4m3"))
 
 
+def test_fmha_tma_schedule_takes_one_wgmma_atom_of_query_rows() -> None:
+    """The KernelTma P@V step static_asserts one WGMMA atom (64 rows) along M: an H200 build of
+    128x64x64_tma failed there (fmha_collective_tma.hpp:410), so the model refuses BlockQO=128 and never
+    enumerates it, while 64-row tma configs and 128-row warp-specialized ones stay legal."""
+    sm90 = get_target_model("sm90")
+    for qo, kv, d in ((128, 64, 64), (128, 128, 128)):
+        res = sm90.check(sm90.parse_config({"kernel": "fa_prefill", "tile": [qo, kv, d], "schedule": "tma"}))
+        assert not res.valid and "sm90.fa.tile_q" in res.rules(), res.rules()
+    ok = sm90.check(sm90.parse_config({"kernel": "fa_prefill", "tile": [64, 128, 64], "schedule": "tma"}))
+    assert ok.valid, ok.rules()
+    for kernel in ("fa_prefill", "fa_decode"):
+        tma = [c for c in sm90.enumerate(kernel, "bf16") if c.schedule == "tma"]
+        assert tma and all(c.tile[0] == 64 for c in tma)
+
+
 def test_ptr_array_nosmem_costs_more_than_its_tma_twin() -> None:
     """E measured the NoSmem twins of the best grouped configs 2.7-20.8 % slower than their TMA-epilogue
     versions; the cost model now ranks every recorded twin pair the same way, within that range."""
