@@ -4,8 +4,8 @@ Why downloads: no CI machine has oneAPI, but the SYCL headers ship in the ``inte
 sycl-tla's ``include/``, ``tools/util/include`` and MoE example in the ``sycl-tla`` wheel.  Neither wheel
 is ever installed into the test environment (the sycl-tla wheel's top-level ``cutlass_library`` would
 clash with ``nvidia-cutlass``): they are downloaded and unpacked into a cache folder.  sycl-tla's
-``applications/`` (flash attention) is not in its wheel; it comes from the release archive of the same
-tag on GitHub.  Explicit folders win: ``SYCL_TLA_DIR`` (a checkout) and ``KP_SYCL_INCLUDE`` (a folder
+``applications/`` (flash attention) is not in its wheel; a copy of the same tag is vendored in
+``tests/data/sycl_tla_v0.9.1`` (the release archive on GitHub is the fallback).  Explicit folders win: ``SYCL_TLA_DIR`` (a checkout) and ``KP_SYCL_INCLUDE`` (a folder
 holding ``sycl/sycl.hpp``, e.g. ``$ONEAPI_ROOT/compiler/latest/include``).
 
 Every failure is an ``Unavailable`` carrying the reason, which the tests turn into a skip message.
@@ -93,8 +93,21 @@ def sycl_include(cache: Path) -> Path:
     return dest
 
 
+#: ``applications/`` of the same tag, vendored because CI reaches the package registries but not GitHub
+VENDORED_APPLICATIONS = (
+    Path(__file__).resolve().parents[1] / "data" / f"sycl_tla_v{SYCL_TLA_VERSION}" / "applications"
+)
+
+
 def _add_applications(root: Path) -> None:
-    """Unpack ``applications/`` of the release archive next to the wheel's include/ (flash attention)."""
+    """Put ``applications/`` next to the wheel's include/ (flash attention): the vendored copy of the same
+    tag (tests/data), else the release archive from GitHub."""
+    if VENDORED_APPLICATIONS.is_dir():
+        staging = root / "applications.partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(VENDORED_APPLICATIONS, staging)
+        staging.rename(root / "applications")
+        return
     prefix = f"sycl-tla-{SYCL_TLA_VERSION}/applications/"
     try:
         with urllib.request.urlopen(SYCL_TLA_ARCHIVE, timeout=120) as resp:  # noqa: S310 (fixed https URL)
