@@ -15,22 +15,13 @@ import ast
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
-from tests.support import REPO
-
-FOLDERS = {
-    "kernelpilot": "core",
-    "kernelpilot.dsl_plugins": "dsl_plugins",
-    "kernelpilot.tile_tuner": "tile_tuner",
-    "kernelpilot.hw_models": "hw_models",
-    "kernelpilot.knowledge_base": "knowledge_base",
-    "kernelpilot.cpp_templates": "cpp_templates",
-}
+from tests.support import REPO, package_folders
 
 
 def _modules(root: Path = REPO) -> dict[str, Path]:
     """Module name -> source file of every module of the distribution."""
     out: dict[str, Path] = {}
-    for package, folder in FOLDERS.items():
+    for package, folder in package_folders().items():
         base = root / folder
         for path in base.rglob("*.py"):
             rel = path.relative_to(base).with_suffix("")

@@ -9,7 +9,6 @@ The cache lives in the ignored ``.mypy_cache/`` of the repository, so a second r
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import subprocess
 import sys
@@ -17,18 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import REPO
+from tests.support import REPO, package_folders
 
 CHECKED = ("core", "tile_tuner")
-
-
-def package_folders() -> dict[str, str]:
-    """setup.py's FOLDERS (import package -> folder), read without running setup()."""
-    tree = ast.parse((REPO / "setup.py").read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "FOLDERS" for t in node.targets):
-            return ast.literal_eval(node.value)
-    raise AssertionError("setup.py defines no FOLDERS")
 
 
 def lay_out_package(root: Path) -> list[Path]:

@@ -6,6 +6,7 @@ Test modules import these as ``from tests.support import ...`` (the suite is a p
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -27,3 +28,13 @@ def run_cli(
         cwd=cwd,
         timeout=timeout,
     )
+
+
+def package_folders() -> dict[str, str]:
+    """setup.py's FOLDERS (import package -> folder), read without running setup(), so tests that walk
+    the package see exactly the folders the distribution ships."""
+    tree = ast.parse((REPO / "setup.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "FOLDERS" for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise AssertionError("setup.py defines no FOLDERS")
