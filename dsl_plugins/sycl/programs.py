@@ -21,6 +21,10 @@ from kernelpilot.hw_models.dtypes import parse_dtype
 from kernelpilot.tile_tuner.kernel_api import config_dict
 
 COMMON_HEADER = "kp_sycl_common.hpp"
+#: sycl-tla headers shipped patched (cpp_templates/sycl/sycl_tla_patched/README.md says what changed and
+#: why); they travel next to the program, so its quoted includes find them before the sycl-tla tree.
+PATCHED_DIR = "sycl_tla_patched"
+PATCHED_HEADERS = {"moe_gemm": ("kp_moe_grouped_gemm.hpp", "kp_moe_gemms.hpp")}
 TEMPLATES = {
     "gemm": "gemm.cpp.j2",
     "grouped_gemm": "grouped_gemm.cpp.j2",
@@ -55,6 +59,12 @@ def _template(name: str):
 
 def common_header() -> str:
     return template_text(COMMON_HEADER)
+
+
+def patched_headers(kind: str) -> dict[str, str]:
+    """{file name: text} of the patched sycl-tla headers a program of ``kind`` includes."""
+    folder = files("kernelpilot.cpp_templates").joinpath("sycl", PATCHED_DIR)
+    return {name: folder.joinpath(name).read_text() for name in PATCHED_HEADERS.get(kind, ())}
 
 
 def _ints(value: Any, n: int, field: str) -> list[int]:
@@ -269,14 +279,15 @@ def _fa_context(
 def render_program(
     kind: str, config: Any, problem: dict[str, Any], target: str, version: str
 ) -> dict[str, str]:
-    """{file name: text} of the complete program for one config (main source + the shared header)."""
+    """{file name: text} of the complete program for one config: main source, the shared header and any
+    patched sycl-tla header it includes."""
     cfg = config_dict(config)
     if kind in ("fa_prefill", "fa_decode"):
         context = _fa_context(kind, cfg, problem, target, version)
     else:
         context = _gemm_context(kind, cfg, problem, target, version)
     source = _template(TEMPLATES[kind]).render(**context)
-    return {f"{kind}.cpp": source, COMMON_HEADER: common_header()}
+    return {f"{kind}.cpp": source, COMMON_HEADER: common_header(), **patched_headers(kind)}
 
 
 def normalized(kind: str, config: Any, problem: dict[str, Any]) -> dict[str, Any]:

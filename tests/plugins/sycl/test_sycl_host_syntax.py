@@ -213,6 +213,9 @@ def host_compile(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
         by_kind.setdefault(kind, []).append((name, source))
     root = tmp_path_factory.mktemp("host-compile")
     (root / programs.COMMON_HEADER).write_text(programs.common_header())
+    for kind in KINDS:  # the patched sycl-tla headers travel next to the program, as in a real build
+        for name, text in programs.patched_headers(kind).items():
+            (root / name).write_text(text)
     units: list[tuple[Unit, list[str]]] = []
     for kind, cases in by_kind.items():
         for start in range(0, len(cases), PER_UNIT):
@@ -301,3 +304,40 @@ def test_host_compile_fits_the_ci_budget(host_compile: HostCompile) -> None:
     assert host_compile.cpu_s <= 600.0, (
         f"{host_compile.cpu_s:.0f} CPU-s (wall {host_compile.wall_s:.0f} s) > 600: {per_unit}"
     )
+
+
+def _changed_lines(old: str, new: str) -> list[str]:
+    import difflib
+
+    return [
+        line.rstrip("\n")
+        for line in difflib.unified_diff(old.splitlines(True), new.splitlines(True), n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+
+
+def test_patched_moe_headers_are_upstream_plus_the_recorded_change(request: pytest.FixtureRequest) -> None:
+    """The shipped copies differ from sycl-tla's example 12 headers by exactly the lines the README's diff
+    shows (provenance that cannot drift), and that diff clears the accumulator."""
+    try:
+        tree, _ = sycl_tla_tree(cache_root(request.config), applications=False)
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+    if tree.version != "0.9.1" or tree.moe_dir is None:
+        pytest.skip(f"the patches are against sycl-tla 0.9.1's example 12; {tree.root} is {tree.version}")
+    folder = REPO / "cpp_templates" / "sycl" / programs.PATCHED_DIR
+    shipped = programs.patched_headers("moe_gemm")
+    changed = _changed_lines((tree.moe_dir / "moe_gemms.hpp").read_text(), shipped["kp_moe_gemms.hpp"])
+    changed += _changed_lines(
+        (tree.moe_dir / "moe_grouped_gemm.hpp").read_text(), shipped["kp_moe_grouped_gemm.hpp"]
+    )
+    readme = (folder / "README.md").read_text()
+    block = readme.split("```diff\n", 1)[1].split("```", 1)[0]
+    recorded = [
+        line for line in block.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    assert changed == recorded
+    assert "+  clear(tCrD);" in changed
+    assert (folder / "LICENSE.txt").read_text() == (
+        REPO / "tests" / "data" / "sycl_tla_v0.9.1" / "LICENSE.txt"
+    ).read_text()

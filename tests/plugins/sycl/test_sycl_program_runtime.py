@@ -184,3 +184,32 @@ def test_moe_scheduler_setup_stays_out_of_the_timed_launches() -> None:
     main = src[src.index("int main(") :]
     assert main.index("check.prepare(hw_info);") < main.index("check.launch();")
     assert main.index("slots.back()->prepare(hw_info);") < main.index("timed.launch();")
+
+
+def test_moe_program_uses_the_patched_headers_that_clear_the_accumulator() -> None:
+    """sycl-tla v0.9.1's ``MoE::moe_gemm`` only accumulates into a fragment it never clears
+    (examples/12_xe20_moe_gemm_cute_interface/moe_gemms.hpp:105,151): every work tile would start from
+    whatever the registers held.  The program ships patched copies and includes them, not upstream's."""
+    kind = "moe_gemm"
+    model = get_target_model("bmg")
+    problem = KERNELS[kind].validate_problem(
+        {"N": 2880, "K": 2880, "num_experts": 8, "total_tokens": 4096}, "bf16", "test"
+    )
+    sources = programs.render_program(
+        kind, model.default_config(kind, "bf16", problem), problem, "bmg", VERSION
+    )
+    src = sources["moe_gemm.cpp"]
+    includes = re.findall(r'^#include "([^"]+)"', src, re.M)
+    assert "kp_moe_grouped_gemm.hpp" in includes and "moe_grouped_gemm.hpp" not in includes
+    assert "moe_gemms.hpp" not in includes
+    grouped = sources["kp_moe_grouped_gemm.hpp"]
+    grouped_includes = re.findall(r'^#include "([^"]+)"', grouped, re.M)
+    assert "kp_moe_gemms.hpp" in grouped_includes and "moe_gemms.hpp" not in grouped_includes
+    body = _body(sources["kp_moe_gemms.hpp"], "CUTE_DEVICE void moe_gemm(")
+    fragment = body.index("auto tCrD = thr_mma.partition_sg_fragment_C(gD);")
+    cleared = body.index("clear(tCrD);")
+    k_loop = body.index("for (int k_tile = k_start_idx; k_tile < k_tile_count;")
+    assert fragment < cleared < k_loop
+    assert body.index("cute::gemm(mma, tCrA, tCrB, tCrD);") > k_loop
+    # the patch is the only change to the algorithm: one clear, the same accumulate and store
+    assert body.count("clear(") == 1 and body.count("cute::gemm(") == 1

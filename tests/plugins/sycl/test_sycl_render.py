@@ -158,7 +158,11 @@ def test_every_accepted_config_renders(target: str, kind: str, dtype, dims: dict
         assert model.check(cfg, problem).valid
         sources = programs.render_program(kind, cfg, problem, target, VERSION)
         src = sources[f"{kind}.cpp"]
-        assert set(sources) == {f"{kind}.cpp", programs.COMMON_HEADER}
+        assert set(sources) == {
+            f"{kind}.cpp",
+            programs.COMMON_HEADER,
+            *programs.PATCHED_HEADERS.get(kind, ()),
+        }
         assert "{{" not in src and "{%" not in src and "_None" not in src
         code = _code_only(src)
         for open_, close in ("{}", "()", "[]"):

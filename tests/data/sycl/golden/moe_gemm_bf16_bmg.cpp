@@ -2,6 +2,9 @@
 // Config: moe_gemm_wg256x128x32_sg8x2_s3_default
 // API: the CuTe-level MoE::MoEGEMM kernel with PersistentTileSchedulerXeMoE from sycl-tla
 // examples/12_xe20_moe_gemm_cute_interface (moe_grouped_gemm.hpp).  Experts see different token counts.
+// kp_moe_grouped_gemm.hpp / kp_moe_gemms.hpp, next to this file, are that example's headers with the
+// accumulator cleared before each work tile's K loop (upstream never clears it; see
+// cpp_templates/sycl/sycl_tla_patched/README.md in kernelpilot); moe_tile_scheduler.hpp is upstream's.
 // Run-time arguments: --n= --k= --tokens=t0,t1,... (tokens per expert; the expert count is its length)
 // [--rotate=R | --l2_mib=MiB] [--warmup= --iterations= --repetitions= --target_ms=].
 #include <sycl/sycl.hpp>
@@ -13,7 +16,7 @@
 #include "cutlass/tensor_ref.h"
 #include "cutlass/util/reference/device/gemm_complex.h"
 
-#include "moe_grouped_gemm.hpp"
+#include "kp_moe_grouped_gemm.hpp"
 #include "moe_tile_scheduler.hpp"
 
 #include "kp_sycl_common.hpp"
