@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from kernelpilot.errors import InputError
+from kernelpilot.hw_models.axes import SearchAxis
 from kernelpilot.hw_models.catalogue import Device, get_device
 from kernelpilot.hw_models.dtypes import DTypePair, parse_dtype
 from kernelpilot.hw_models.types import CheckResult, TileConfig
@@ -157,6 +158,12 @@ class TargetModel:
         self, config: TileConfig, problem: dict[str, Any], device: Device | None = None
     ) -> float:
         raise NotImplementedError
+
+    def search_axes(self, kernel: str) -> tuple[SearchAxis, ...]:
+        """How ``kernel``'s config fields look to the search strategies and space filters: which are
+        numbers, which tuples split into one dimension per extent.  Undeclared fields are categorical;
+        the default declares nothing."""
+        return ()
 
     # -- shared ------------------------------------------------------------------------------------
     def as_config(self, config: TileConfig | dict[str, Any]) -> TileConfig:

@@ -14,10 +14,12 @@ space swaps each cooperative-persistent config for its stream-K twin when the mo
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kernelpilot.errors import InputError, NoLibraryDefaultError
+from kernelpilot.hw_models.axes import SearchAxis, axis_values, config_fields, part_names
 
 
 def config_key(config: Any) -> str:
@@ -37,25 +39,26 @@ def _norm(value: Any) -> Any:
     return value
 
 
-def matches_filter(config: Any, space_filter: dict[str, list[Any]] | None) -> bool:
-    """``space_filter``: field -> allowed values, compared with ``as_dict()`` (tile_m/tile_n/tile_k
-    address one tile extent; lists such as ``cluster: [[1, 1], [2, 1]]`` compare element-wise)."""
+def matches_filter(
+    config: Any, space_filter: dict[str, list[Any]] | None, axes: Sequence[SearchAxis] = ()
+) -> bool:
+    """``space_filter``: field -> allowed values, compared with ``as_dict()``; the dimensions of a split
+    field (``axes``: the target's search axes, e.g. tile_m/tile_n/tile_k on sm90, wg_m ... on Xe) address
+    one extent; lists such as ``cluster: [[1, 1], [2, 1]]`` compare element-wise."""
     if not space_filter:
         return True
-    d = config.as_dict() if hasattr(config, "as_dict") else dict(config)
-    omitted = getattr(type(config), "model_fields", {})  # fields as_dict leaves out at their default
-    tile = d.get("tile") or [None, None, None]
+    fields = config_fields(config)  # fields as_dict leaves out at their default are read from the config
+    parts = part_names(axes)
+    values = {name: value for name, (_, value) in axis_values(config, axes).items() if name in parts}
     for name, allowed in space_filter.items():
-        if name in ("tile_m", "tile_n", "tile_k"):
-            value = tile["mnk".index(name[-1])]
-        elif name in d:
-            value = d[name]
-        elif name in omitted:
-            value = getattr(config, name)
+        if name in parts:
+            value = values.get(name)
+        elif name in fields:
+            value = fields[name]
         else:
             raise InputError(
-                f"space filter field {name!r} is not a config field; allowed: tile_m, tile_n, tile_k, "
-                + ", ".join(sorted(set(d) | set(omitted))),
+                f"space filter field {name!r} is not a config field; allowed: "
+                + ", ".join([*parts, *sorted(fields)]),
                 field=f"space.{name}",
             )
         if _norm(value) not in [_norm(a) for a in allowed]:
@@ -84,9 +87,10 @@ class SearchSpace:
 
     def __post_init__(self) -> None:
         seen: dict[str, Any] = {}
+        axes = self.model.search_axes(self.kernel)
         for cfg in self.model.enumerate(self.kernel, self.dtype, self.problem):
             cfg = self._twin(cfg)
-            if not matches_filter(cfg, self.space_filter):
+            if not matches_filter(cfg, self.space_filter, axes):
                 continue
             seen.setdefault(config_key(cfg), cfg)
         self.by_key = seen

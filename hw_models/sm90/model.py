@@ -9,6 +9,7 @@ from itertools import product
 from typing import Any
 
 from kernelpilot.errors import InputError
+from kernelpilot.hw_models.axes import SearchAxis
 from kernelpilot.hw_models.base import (
     TargetModel,
     bool_value,
@@ -325,6 +326,17 @@ class Sm90Model(TargetModel):
                 "sm90.layout_kmajor",
                 f"{cfg.dtype.label()} needs both operands K-major (layout 'rc': A row-major, B column-major); got {layout!r}",
             )
+
+    # -- search axes ---------------------------------------------------------------------------------
+    def search_axes(self, kernel: str) -> tuple[SearchAxis, ...]:
+        """The tile splits into ``tile_m``/``tile_n``/``tile_k`` (GEMM: M, N, K; FMHA: BlockQO, BlockKV,
+        HeadDim), each a categorical, like every other field.
+
+        Categorical, not ordinal: the sm90 spaces are small (34-252 legal GEMM configs) and the proposer
+        comparison recorded by replay (``benchmarks/results/gemm_h200_convergence.json``) was made with
+        categorical extents; declaring them ordinal would change which configs TPE proposes there.
+        """
+        return (SearchAxis("tile", "categorical", ("m", "n", "k")),)
 
     # -- enumeration ---------------------------------------------------------------------------------
     def enumerate(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from kernelpilot.hw_models.axes import SearchAxis
 from kernelpilot.hw_models.dtypes import FLOAT16, DTypePair
 from kernelpilot.hw_models.types import TileConfig
 from kernelpilot.hw_models.xe.dpas import (
@@ -42,6 +43,27 @@ FA_FIELDS = (
     "api",
 )
 FA_APIS = ("new", "legacy")
+
+# Search axes (:mod:`kernelpilot.hw_models.axes`): every tile and subgroup layout is split into its
+# extents, ordinal because they are powers of two or small multiples (64 -> 128 is the step 128 -> 256
+# is), so a search that learns from measurements sees that a 256-wide work-group tile is closer to a
+# 128-wide one than to a 32-wide one.  Schedules, atoms and flags stay categorical.
+GEMM_AXES = (
+    SearchAxis("wg", "ordinal", ("m", "n", "k")),
+    SearchAxis("sg", "ordinal", ("m", "n", "k")),
+    SearchAxis("stages", "int"),
+    SearchAxis("atom_m", "ordinal"),
+)
+#: ShapeQK (Q, KV, D-chunk), ShapePV (Q, V, KV), ShapeOutput (Q, V; the legacy API adds K), subgroup
+#: layouts in the same order (xe_fmha_fwd_mainloop.hpp:511-520)
+FA_AXES = (
+    SearchAxis("qk", "ordinal", ("q", "kv", "d")),
+    SearchAxis("pv", "ordinal", ("q", "v", "kv")),
+    SearchAxis("out", "ordinal", ("q", "v", "k")),
+    SearchAxis("sg_qk", "ordinal", ("q", "kv", "d")),
+    SearchAxis("sg_pv", "ordinal", ("q", "v", "kv")),
+    SearchAxis("stages", "int"),
+)
 
 #: include/cutlass/gemm/collective/builders/xe_mma_builder.inl:95 ``MaxSG = 32``; docs
 #: media/docs/cpp/cute/12_intel_performance_guide.md:26 "up to 32 subgroups per work-group"

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kernelpilot.errors import InputError, NoLibraryDefaultError
+from kernelpilot.hw_models.axes import SearchAxis
 from kernelpilot.hw_models.base import (
     bool_value,
     choice,
@@ -23,9 +24,11 @@ from kernelpilot.hw_models.problems import attention_dims
 from kernelpilot.hw_models.types import CheckResult, Collector, TileConfig
 from kernelpilot.hw_models.xe.configs import (
     FA_APIS,
+    FA_AXES,
     FA_FIELDS,
     FA_KERNELS,
     FA_TESTED_HEAD_DIMS,
+    GEMM_AXES,
     GEMM_FIELDS,
     KERNELS,
     MAX_SG,
@@ -141,6 +144,11 @@ class XeModel(XeGemmRules, XeFaRules):
         else:
             raise InputError(f"{self.name} cannot check a {type(cfg).__name__}")
         return out.result()
+
+    # -- search axes ---------------------------------------------------------------------------------
+    def search_axes(self, kernel: str) -> tuple[SearchAxis, ...]:
+        """Tiles and subgroup layouts split into ordinal extents (:data:`.configs.GEMM_AXES`, ``FA_AXES``)."""
+        return FA_AXES if kernel in FA_KERNELS else GEMM_AXES
 
     # -- enumeration ---------------------------------------------------------------------------------
     def enumerate(

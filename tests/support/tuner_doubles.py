@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from kernelpilot.hw_models.axes import SearchAxis
 from kernelpilot.hw_models.base import TargetModel
 from kernelpilot.hw_models.types import CheckResult, Violation
 from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram, TileKernelBase
@@ -57,6 +58,9 @@ class ToyModel(TargetModel):
         if config.tile[0] not in TILES or config.tile[1] not in TILES:
             v.append(Violation(rule="toy.tile_values", message=f"tile {config.tile} not in {TILES}"))
         return CheckResult.of(v)
+
+    def search_axes(self, kernel: str) -> tuple[SearchAxis, ...]:
+        return (SearchAxis("tile", "ordinal", ("m", "n")),)
 
     def enumerate(self, kernel: str, dtype: Any, problem: dict[str, Any] | None = None):
         for tm in TILES:

@@ -60,7 +60,8 @@ def test_store_survives_kill_9(tmp_path):
 
 def test_space_filter_and_errors():
     cfgs = list(ToyModel().enumerate("gemm", "bf16"))
-    assert all(matches_filter(c, {"tile_m": [64]}) == (c.tile[0] == 64) for c in cfgs)
+    axes = ToyModel().search_axes("gemm")
+    assert all(matches_filter(c, {"tile_m": [64]}, axes) == (c.tile[0] == 64) for c in cfgs)
     with pytest.raises(InputError, match="colour"):
         matches_filter(cfgs[0], {"colour": ["red"]})
 
