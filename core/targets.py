@@ -31,3 +31,13 @@ def get_target_model(name: str) -> Any:
         known = ", ".join(sorted(models)) or "(none: no plugin provides target models)"
         raise InputError(f"unknown target {name!r}; available targets: {known}", field="target")
     return models[name]
+
+
+def target_family(name: str | None) -> str | None:
+    """The family of the target called ``name`` (``xe`` for ``bmg``/``pvc``/..., ``sm90``), or None when no
+    installed plugin provides it: a run document of such a target still renders, without the family's
+    extras.  Generic code asks this instead of keeping its own list of target names."""
+    if not name:
+        return None
+    model = list_target_models().get(name)
+    return getattr(model, "family", None) or None

@@ -13,7 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-XE_TARGETS = ("bmg", "pvc", "xe2_igpu", "lnl")
+#: target families whose runs also write ``tile_shapes.json``: sycl-tla's
+#: ``SYCL_TLA_ADDITIONAL_TILE_SHAPES`` entries, which only the Xe configs (``wg``/``sg``) describe
+TILE_SHAPES_FAMILIES = ("xe",)
 
 
 def write_json(doc: dict[str, Any], path: Path) -> Path:
@@ -297,7 +299,9 @@ def write_all(
         "json": str(write_json(doc, out_dir / f"{basename}.json")),
         "csv": str(write_csv(doc, out_dir / f"{basename}.csv")),
     }
-    if doc.get("target") in XE_TARGETS:
+    from kernelpilot.targets import target_family
+
+    if target_family(doc.get("target")) in TILE_SHAPES_FAMILIES:
         p = out_dir / "tile_shapes.json"
         p.write_text(json.dumps(tile_shapes(doc), indent=1))
         paths["tile_shapes"] = str(p)

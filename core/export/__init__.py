@@ -18,7 +18,8 @@ from typing import Any
 from kernelpilot.errors import InputError
 
 NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
-XE_TARGETS = ("bmg", "pvc", "xe2_igpu", "lnl")
+#: target families (``TargetModel.family``) an export project exists for
+EXPORT_FAMILIES = ("sm90", "xe")
 
 
 @dataclass
@@ -41,6 +42,13 @@ def check_name(name: str) -> str:
             field="--name",
         )
     return name
+
+
+def exportable_targets() -> list[str]:
+    """The installed targets whose family has an export project, by name."""
+    from kernelpilot.targets import list_target_models
+
+    return sorted(n for n, m in list_target_models().items() if m.family in EXPORT_FAMILIES)
 
 
 def load_sources(run_files: list[Path], store: Path | None, target: str | None) -> Any:
@@ -85,7 +93,7 @@ def export(
     model = get_target_model(source.target)
     files: list[str] = []
     notes: list[str] = []
-    if source.target in XE_TARGETS:
+    if model.family == "xe":
         from kernelpilot.export import xe_project
 
         table = xe_project.build_table(source, fallback)
@@ -94,7 +102,7 @@ def export(
         def fill(tmp: Path) -> None:
             files.extend(xe_project.write_project(tmp, table, doc, name=name))
 
-    elif source.target == "sm90":
+    elif model.family == "sm90":
         from kernelpilot.export import cuda_project
 
         table = build_table(source, fallback, model)
@@ -117,7 +125,7 @@ def export(
 
     else:
         raise InputError(
-            f"target {source.target!r} cannot be exported; exportable: sm90, {', '.join(XE_TARGETS)}",
+            f"target {source.target!r} cannot be exported; exportable: {', '.join(exportable_targets())}",
             field="target",
         )
     if all(r.entry.time_source == "search" for r in table.rows):

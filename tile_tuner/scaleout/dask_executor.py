@@ -256,6 +256,12 @@ class DaskExecutor:
             self.clock.stop(token)
 
     # ---- benchmarks ----------------------------------------------------------------------------
+    def _gpu_env(self) -> str:
+        """The variable this run's vendor pins workers' GPUs with (read back by jobs.worker_identity)."""
+        from kernelpilot.tile_tuner.scaleout.gpus import gpu_vendor
+
+        return gpu_vendor(self.vendor).visible_devices_env
+
     def _job(
         self, backend: Any, req: MeasureRequest
     ) -> tuple[Callable[..., Any], tuple[Any, ...], str] | MeasureResult:
@@ -272,6 +278,7 @@ class DaskExecutor:
                 layout=str(st.problem.get("layout", "")),
                 problem=problem_key(st.problem),
                 config_key=item.key,
+                gpu_env=self._gpu_env(),
             )
             return jobs.run_replay, (job,), "kp-replay-" + _digest(job)
         outcome = req.outcome
@@ -293,6 +300,7 @@ class DaskExecutor:
             timeout_s=opts.run_timeout_s,
             cache_key=outcome.cache_key,
             kernel=st.kernel,
+            gpu_env=self._gpu_env(),
         )
         key = "kp-bench-" + _digest(
             job.kind, job.target, item.key, sorted(st.problem.items()), job.bench_args, job.cache_key

@@ -69,6 +69,7 @@ class BenchJob:
     timeout_s: float
     cache_key: str
     kernel: Any = None  # as in BuildChunk
+    gpu_env: str = ""  # the vendor's visibility variable the worker is pinned with (worker_identity)
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class ReplayJob:
     layout: str
     problem: str  # store.problem_key(...)
     config_key: str
+    gpu_env: str = ""  # as in BenchJob
 
 
 @functools.cache
@@ -110,8 +112,12 @@ def _usable_dir(preferred: str, fallback_name: str) -> Path:
     return path
 
 
-def worker_identity() -> dict[str, str]:
-    """Which worker ran a task, and which GPU it is pinned to (for the run's accounting)."""
+def worker_identity(gpu_env: str = "") -> dict[str, str]:
+    """Which worker ran a task, and which GPU it is pinned to (for the run's accounting).
+
+    ``gpu_env`` is the vendor's visibility variable (``GpuVendor.visible_devices_env`` of the run's
+    target) that the worker was started with; the client names it in the job because which variable
+    pins a GPU is the vendor's business, not this module's."""
     name = ""
     try:
         from distributed import get_worker
@@ -119,7 +125,7 @@ def worker_identity() -> dict[str, str]:
         name = str(get_worker().name)
     except (ImportError, ValueError):
         name = ""
-    gpu = os.environ.get("CUDA_VISIBLE_DEVICES") or os.environ.get("ZE_AFFINITY_MASK") or ""
+    gpu = os.environ.get(gpu_env, "") if gpu_env else ""
     return {"worker": name, "host": socket.gethostname(), "gpu": gpu}
 
 
@@ -206,7 +212,7 @@ def run_bench(
     path = materialize(binary)
     kernel = job.kernel or _tile_kernel(job.kind, job.target)
     result = measure_binary(kernel, job.config, job.problem, path, job.bench_args, job.timeout_s)
-    return result, time.monotonic() - t0, worker_identity()
+    return result, time.monotonic() - t0, worker_identity(job.gpu_env)
 
 
 def run_replay(job: ReplayJob) -> tuple[tuple[str, str, dict[str, Any] | None, float], float, dict[str, str]]:
@@ -214,4 +220,4 @@ def run_replay(job: ReplayJob) -> tuple[tuple[str, str, dict[str, Any] | None, f
     t0 = time.monotonic()
     store = _replay_store(job.replay_path)
     m = store.replay_lookup(job.target, job.kernel, job.dtype, job.layout, job.problem, job.config_key)
-    return replay_result(m), time.monotonic() - t0, worker_identity()
+    return replay_result(m), time.monotonic() - t0, worker_identity(job.gpu_env)

@@ -86,10 +86,19 @@ def test_cluster_address_validation():
         assert e.value.field == "--cluster"
 
 
-def test_worker_identity_outside_dask(monkeypatch):
+def test_worker_identity_outside_dask_reads_the_variable_the_vendor_pins_with(monkeypatch):
+    from kernelpilot.targets import get_target_model
+
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
-    ident = jobs.worker_identity()
+    monkeypatch.setenv("ZE_AFFINITY_MASK", "5")
+    nvidia = get_target_model("sm90").vendor.visible_devices_env
+    intel = get_target_model("bmg").vendor.visible_devices_env
+    ident = jobs.worker_identity(nvidia)
     assert ident["gpu"] == "3" and ident["host"] == socket.gethostname() and ident["worker"] == ""
+    assert jobs.worker_identity(intel)["gpu"] == "5"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert jobs.worker_identity(nvidia)["gpu"] == ""  # never another vendor's variable
+    assert jobs.worker_identity()["gpu"] == ""
 
 
 def test_remote_cluster_rejects_gpus_flag(tmp_path):
