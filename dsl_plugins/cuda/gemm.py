@@ -20,7 +20,7 @@ from typing import Any
 from kernelpilot.errors import InputError, ToolMissingError
 from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram, TileKernelBase, config_dict
 
-TEMPLATE_VERSION = "gemm_sm90-2"  # 2: timed launches replayed from a CUDA graph
+TEMPLATE_VERSION = "gemm_sm90-3"  # 2: timed launches replayed from a CUDA graph; 3: CUTLASS workspace reset per launch, checked after timing
 NVCC_FLAGS = (
     "-std=c++17",
     "-O3",

@@ -53,6 +53,29 @@ def test_sizes_are_runtime_arguments_so_shapes_share_one_binary():
     assert "--m=16" in argv and "--variants=N:8:S:4" in argv
 
 
+def test_stream_k_workspace_reset_per_launch_is_cutlass_own_and_results_are_checked_after_timing():
+    """Each timed launch resets only what CUTLASS's adapter resets per call (the scheduler's barrier
+    counters, via GemmKernel::initialize_workspace); zeroing the whole workspace (megabytes of memset
+    per launch for stream-K, timed with the kernel) needs --workspace_reset=full.  Stale counters
+    would corrupt only repeated launches, so the output is checked again after the timed ones."""
+    cfg = {"tile": [256, 128, 64], "cluster": [1, 1], "schedule": "cooperative", "tile_scheduler": "streamk"}
+    src = CutlassSm90Gemm().render(cfg, PROBLEM, "sm90").sources["gemm.cu"]
+    launch = re.search(
+        r"static cudaError_t launch\(Launch& L, cudaStream_t s\) \{(.*?)\n\}", src, re.S
+    ).group(1)
+    reset = launch.index("GemmKernel::initialize_workspace(L.args, L.workspace, s)")
+    assert (
+        launch.index("if (L.full_reset)")
+        < launch.index("cudaMemsetAsync")
+        < reset
+        < launch.index("L.gemm.run(s)")
+    )
+    assert 'key == "workspace_reset"' in src and "must be cutlass or full" in src
+    timed = src.index("cudaGraphExecDestroy(graph_exec)")
+    assert src.index("check after the timed launches", timed) < src.index("++n_ok;", timed)
+    assert CutlassSm90Gemm.template_version == "gemm_sm90-3"
+
+
 def test_runtime_variants_include_split_k_only_for_stream_k_builds_on_small_grids():
     k = CutlassSm90Gemm()
     coop = {"tile": [128, 256, 64], "cluster": [1, 1], "schedule": "cooperative", "tile_scheduler": "streamk"}
