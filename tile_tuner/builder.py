@@ -504,14 +504,31 @@ def _build_now(
     return outcomes
 
 
+def expand_shell_groups(flags: tuple[str, ...] | list[str]) -> list[str]:
+    """The argv CMake makes of a flag list: a ``SHELL:`` group is split as a POSIX shell would split it,
+    any other item stays one argument."""
+    out: list[str] = []
+    for flag in flags:
+        out += shlex.split(flag[len("SHELL:") :]) if flag.startswith("SHELL:") else [flag]
+    return out
+
+
 def describe_commands(project_dir: Path, recipe: BuildRecipe, jobs: int) -> str:
-    """The exact commands a dry run would have executed (printed and written to BUILD.txt)."""
+    """The exact commands a dry run would have executed (printed and written to BUILD.txt): the build
+    environment, if the recipe has one, on the ninja line, and the link options every program gets, so
+    that a hand build is the tuner's build."""
     compiler_var = "CMAKE_CUDA_COMPILER" if recipe.language == "CUDA" else "CMAKE_CXX_COMPILER"
+    env = "".join(f"{k}={shlex.quote(v)} " for k, v in recipe.env)
     lines = [
         f"cmake -S {shlex.quote(str(project_dir))} -B {shlex.quote(str(project_dir / 'build'))} -G Ninja "
         f"-D{compiler_var}={recipe.compiler}",
-        f"ninja -C {shlex.quote(str(project_dir / 'build'))} -k 0 -j {jobs}",
+        f"{env}ninja -C {shlex.quote(str(project_dir / 'build'))} -k 0 -j {jobs}",
     ]
+    if recipe.link_flags:
+        lines.append(
+            "# link options of every program (KP_LINK_FLAGS in CMakeLists.txt): "
+            + shlex.join(expand_shell_groups(recipe.link_flags))
+        )
     return "\n".join(lines) + "\n"
 
 

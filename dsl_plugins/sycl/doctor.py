@@ -98,6 +98,6 @@ def sycl_doctor(probe_devices: bool = True) -> dict[str, Any]:
         "devices": devices,
         "environment": env,
         "runtime_env": sycl_tla.runtime_env(),
-        "build_env": dict(sycl_tla.build_env("gemm")),
+        "ocloc_options": sycl_tla.ocloc_options("gemm"),
         "missing": missing,
     }

@@ -102,8 +102,9 @@ class SyclTileKernel(TileKernelBase):
             language="CXX",
             flags=sycl_tla.compile_flags(),
             include_dirs=sycl_tla.include_dirs(tree, self.kind) if tree else (),
-            link_flags=sycl_tla.link_flags(aot, sycl_tla.parse_icpx_release(banner)),
-            env=sycl_tla.build_env(self.kind),
+            # every build setting (256 GRF, IGC options, SPIR-V extensions) is on the link line, none in
+            # the environment: the generated project and BUILD.txt reproduce the build by hand
+            link_flags=sycl_tla.link_flags(aot, sycl_tla.parse_icpx_release(banner), self.kind),
             toolchain_version=banner,
             library_version=tree.key() if tree else "sycl-tla (not found)",
             memory_gb_per_job=6.0 if self.kind.startswith("fa_") else 4.0,

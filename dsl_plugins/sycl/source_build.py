@@ -16,14 +16,11 @@ from pathlib import Path
 
 from kernelpilot.cpp_source import abi
 from kernelpilot.cpp_source.build import CompileResult, cached_build, clean_log
+from kernelpilot.dsl_plugins.sycl import sycl_tla
 from kernelpilot.errors import ToolMissingError
 
 # AOT device names (ocloc ``-device``) for the Xe GPUs kernelpilot models; sycl-tla builds with these
 AOT_DEVICES = ("bmg-g21", "bmg-g31", "pvc", "lnl-m", "acm-g10")
-# SPIR-V extensions sycl-tla enables so 2D block I/O, DPAS and split barriers reach the backend
-SPIRV_EXTENSIONS = (
-    "+SPV_INTEL_split_barrier,+SPV_INTEL_2d_block_io,+SPV_INTEL_subgroup_matrix_multiply_accumulate"
-)
 
 
 def include_dir() -> Path:
@@ -51,7 +48,9 @@ def find_icpx(explicit: str | None = None) -> str:
 class SyclBuildOptions:
     icpx: str | None = None
     aot_device: str | None = None  # e.g. "bmg": ahead-of-time code for that GPU; None: JIT (spir64)
-    grf_mode: str | None = None  # "large": 256 GRF per hardware thread (see build_env / run_env)
+    grf_mode: str | None = None  # "large": 256 GRF per hardware thread (link line for AOT, run_env for JIT)
+    # oneAPI release of icpx, which gates the SPIR-V extension list; None: ask the compiler (--version)
+    icpx_release: tuple[int, int] | None = None
     defines: dict[str, str] = field(default_factory=dict)
     extra_flags: list[str] = field(default_factory=list)
     timeout_s: float = 600.0
@@ -65,8 +64,10 @@ def _common(options: SyclBuildOptions, kernel_dir: Path | None) -> list[str]:
     return flags
 
 
-def target_flags(options: SyclBuildOptions) -> list[str]:
-    """JIT (spir64, compiled for the GPU at first run) or AOT for one Xe device, as sycl-tla builds."""
+def target_flags(options: SyclBuildOptions, icpx_release: tuple[int, int] | None = None) -> list[str]:
+    """JIT (spir64, compiled for the GPU at first run) or AOT for one Xe device, as sycl-tla builds: for
+    AOT the 256-GRF mode and IGC's performance model go to ocloc on this command line (no environment),
+    and the SPIR-V extensions follow the icpx release exactly as in the tile tuner's programs."""
     flags = ["-fno-sycl-instrument-device-code"]
     if options.aot_device is not None:
         if options.aot_device not in AOT_DEVICES:
@@ -74,17 +75,10 @@ def target_flags(options: SyclBuildOptions) -> list[str]:
         flags += [
             "-fsycl-targets=spir64_gen",
             "-Xsycl-target-backend=spir64_gen",
-            f"-device {options.aot_device}",
+            sycl_tla.backend_argument(options.aot_device, None, large_grf=options.grf_mode == "large"),
         ]
-    flags += ["-Xspirv-translator", f"-spirv-ext={SPIRV_EXTENSIONS}"]
+    flags += sycl_tla.spirv_flags(icpx_release)
     return flags
-
-
-def build_env(options: SyclBuildOptions) -> dict[str, str]:
-    """Large-GRF mode (256 registers per hardware thread) for AOT builds: ocloc reads it at link time."""
-    if options.grf_mode == "large" and options.aot_device is not None:
-        return {"IGC_ExtraOCLOptions": "-cl-intel-256-GRF-per-thread"}
-    return {}
 
 
 def run_env(options: SyclBuildOptions) -> dict[str, str]:
@@ -102,11 +96,13 @@ def build_command(
     source: Path, output: Path, options: SyclBuildOptions, kernel_dir: Path | None = None
 ) -> list[str]:
     """One program = the runner (kp_io contract, timing) + the kernel file's kp_forward."""
+    icpx = find_icpx(options.icpx)
+    release = options.icpx_release or sycl_tla.release_of(icpx)
     return [
-        find_icpx(options.icpx),
+        icpx,
         *_common(options, kernel_dir),
         "-O3",
-        *target_flags(options),
+        *target_flags(options, release),
         *options.extra_flags,
         str(runner_source()),
         str(source),
@@ -145,5 +141,5 @@ def compile_program(
         tmp_suffix=".tmp",
         tool="icpx",
         timeout_s=options.timeout_s,
-        env={**os.environ, **build_env(options)},
+        env=dict(os.environ),
     )

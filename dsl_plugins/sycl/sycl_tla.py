@@ -14,6 +14,7 @@ inside the compiler.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -48,13 +49,19 @@ SPIRV_EXTENSIONS_BEFORE_2025_2 = ("+SPV_INTEL_split_barrier",)
 SPIRV_FULL_SINCE = (2025, 2)
 #: What sycl-tla's ``bmg`` CMake target builds: both Battlemage dies (cmake/FindDPCPP.cmake:90-92).
 TARGET_AOT_DEFAULT = {"bmg": "bmg-g21,bmg-g31", "pvc": "pvc"}
-#: 256 GRF per hardware thread on the link line (ocloc runs inside it), so that a hand build from
-#: BUILD.txt gets it too: the GemmUniversalAdapter kernels carry no grf_size property, and sycl-tla's
-#: build guide sets it only as IGC_ExtraOCLOptions (media/docs/cpp/build/building_with_sycl_support.md:70).
-#: One token without spaces: no nested quoting through CMake's SHELL: parsing.
-OCLOC_OPTIONS = "-cl-intel-256-GRF-per-thread"
-#: vISA's performance model for instruction scheduling, from the same build guide (line 68).
-PERFMODEL_ENV = (("IGC_VISAOptions", "-perfmodel"),)
+#: 256 GRF per hardware thread, an ocloc option on the link line (ocloc runs inside it), so that a hand
+#: build from BUILD.txt gets it too: the GemmUniversalAdapter kernels carry no grf_size property, and
+#: sycl-tla's build guide sets it only as IGC_ExtraOCLOptions (media/docs/cpp/build/building_with_sycl_support.md:70).
+GRF_256_OPTION = "-cl-intel-256-GRF-per-thread"
+#: IGC settings for ocloc, passed on the link line as ``-options "-igc_opts '...'"`` exactly as sycl-tla's
+#: example CMake files pass theirs (examples/03_bmg_gemm_streamk/CMakeLists.txt:39); IGC reads
+#: ``-igc_opts`` as comma-separated registry keys, the same keys its IGC_<name> variables set.
+#: vISA's performance model for instruction scheduling: the build guide's IGC_VISAOptions=-perfmodel (line 68).
+PERFMODEL_IGC_OPT = "VISAOptions=-perfmodel"
+#: IGC register-allocation workaround sycl-tla links its stream-K, grouped and MoE examples with
+#: (examples/03,04,12 CMakeLists.txt: -igc_opts 'VectorAliasBBThreshold=10000').
+VECTOR_ALIAS_IGC_OPT = "VectorAliasBBThreshold=10000"
+VECTOR_ALIAS_KINDS = ("gemm", "grouped_gemm", "moe_gemm")
 #: NaN/inf-aware host arithmetic: icpx defaults to -fp-model=fast, under which the verification's finite
 #: tests may be folded away (the comparison also tests bits, see kp_sycl_common.hpp).
 FP_FLAGS = ("-fhonor-nans", "-fhonor-infinities")
@@ -70,13 +77,6 @@ WARNING_FLAGS = (
     "-Wno-unused-function",
     "-Wno-unknown-pragmas",
 )
-#: 256-GRF mode: GemmUniversalAdapter kernels carry no grf_size property, so AOT (ocloc runs inside the
-#: icpx link) must see it in the environment at build time; JIT would read SYCL_PROGRAM_COMPILE_OPTIONS.
-GRF_BUILD_ENV = (("IGC_ExtraOCLOptions", "-cl-intel-256-GRF-per-thread"),)
-#: IGC register-allocation workaround sycl-tla applies to its grouped/MoE/stream-K examples
-#: (examples/03,04,12 CMakeLists.txt: -igc_opts 'VectorAliasBBThreshold=10000'); the environment form
-#: (examples/03 header comment) avoids nested shell quoting in the CMake project.
-IGC_ALIAS_ENV = (("IGC_VectorAliasBBThreshold", "10000"),)
 #: the MoE headers live next to sycl-tla's example 12.
 MOE_EXAMPLE_DIR = Path("examples") / "12_xe20_moe_gemm_cute_interface"
 FA_APP_MARKER = Path("flash_attention_v2") / "kernel" / "xe_fmha_fwd_kernel.hpp"
@@ -316,28 +316,50 @@ def compile_flags() -> tuple[str, ...]:
 
 
 def spirv_extensions(icpx_release: tuple[int, int] | None) -> tuple[str, ...]:
-    """The SPIR-V extension list for this icpx; an unknown release (dry run) gets the current list."""
+    """The SPIR-V extension list for this icpx (sycl-tla's FindDPCPP.cmake:113-117 gate); an unknown
+    release (a dry run, a compiler whose banner names no oneAPI release) gets the current list."""
     if icpx_release is not None and icpx_release < SPIRV_FULL_SINCE:
         return SPIRV_EXTENSIONS_BEFORE_2025_2
     return SPIRV_EXTENSIONS
 
 
-def link_flags(aot: str, icpx_release: tuple[int, int] | None = None) -> tuple[str, ...]:
-    """Link flags: AOT device(s) and IGC options for ocloc, and the SPIR-V extensions (grouped as one
-    CMake SHELL: item each so CMake neither splits the quoted strings nor de-duplicates the options)."""
+def spirv_flags(icpx_release: tuple[int, int] | None) -> tuple[str, str]:
+    """``-Xspirv-translator -spirv-ext=...``: one implementation for every SYCL build of the plugin."""
+    return ("-Xspirv-translator", f"-spirv-ext={','.join(spirv_extensions(icpx_release))}")
+
+
+@functools.cache
+def release_of(icpx: str) -> tuple[int, int] | None:
+    """oneAPI release of an icpx executable (asked once per path); None when it cannot say."""
+    return parse_icpx_release(icpx_version(icpx))
+
+
+def ocloc_options(kind: str | None, *, large_grf: bool = True) -> str:
+    """The ``-options`` string ocloc gets: 256 GRF (unless asked not to) and the IGC settings."""
+    igc = [PERFMODEL_IGC_OPT] + ([VECTOR_ALIAS_IGC_OPT] if kind in VECTOR_ALIAS_KINDS else [])
+    return " ".join([GRF_256_OPTION] * large_grf + [f"-igc_opts '{','.join(igc)}'"])
+
+
+def backend_argument(aot: str, kind: str | None, *, large_grf: bool = True) -> str:
+    """The one argument after ``-Xsycl-target-backend=spir64_gen``: the driver splits it (quotes kept
+    together) into ocloc's ``-device`` and ``-options``."""
+    return f'-device {aot} -options "{ocloc_options(kind, large_grf=large_grf)}"'
+
+
+def link_flags(
+    aot: str, icpx_release: tuple[int, int] | None = None, kind: str | None = None
+) -> tuple[str, ...]:
+    """Link flags: AOT device(s), 256 GRF and IGC settings for ocloc, and the SPIR-V extensions.
+
+    The backend argument is one CMake list item (CMake quotes it for the shell; no ``SHELL:`` parsing of
+    its nested quotes); the SPIR-V pair is one ``SHELL:`` group so CMake never de-duplicates or splits it."""
     return (
         "-fsycl",
         "-fsycl-targets=spir64_gen",
-        f'SHELL:-Xsycl-target-backend=spir64_gen "-device {aot} -options {OCLOC_OPTIONS}"',
-        f"SHELL:-Xspirv-translator -spirv-ext={','.join(spirv_extensions(icpx_release))}",
+        "-Xsycl-target-backend=spir64_gen",
+        backend_argument(aot, kind),
+        "SHELL:" + " ".join(spirv_flags(icpx_release)),
     )
-
-
-def build_env(kind: str) -> tuple[tuple[str, str], ...]:
-    env = list(GRF_BUILD_ENV) + list(PERFMODEL_ENV)
-    if kind in ("grouped_gemm", "moe_gemm", "gemm"):
-        env += IGC_ALIAS_ENV
-    return tuple(env)
 
 
 def runtime_env() -> dict[str, str]:
@@ -348,7 +370,7 @@ def runtime_env() -> dict[str, str]:
         "SYCL_PROGRAM_COMPILE_OPTIONS": os.environ.get(
             "SYCL_PROGRAM_COMPILE_OPTIONS", "-ze-opt-large-register-file"
         ),
-        "IGC_ExtraOCLOptions": GRF_BUILD_ENV[0][1],
+        "IGC_ExtraOCLOptions": GRF_256_OPTION,
     }
 
 
@@ -368,15 +390,14 @@ def compile_command(icpx: str, includes: tuple[Path, ...], source: str, obj: str
 
 
 def link_command(
-    icpx: str, aot: str, obj: str, exe: str, icpx_release: tuple[int, int] | None = None
+    icpx: str,
+    aot: str,
+    obj: str,
+    exe: str,
+    icpx_release: tuple[int, int] | None = None,
+    kind: str | None = None,
 ) -> list[str]:
-    """The argv of the link step (ocloc runs inside it for spir64_gen AOT)."""
-    flat: list[str] = []
-    for flag in link_flags(aot, icpx_release):
-        if flag.startswith("SHELL:"):
-            import shlex
+    """The argv of the link step (ocloc runs inside it for spir64_gen AOT), as CMake expands it."""
+    from kernelpilot.tile_tuner.builder import expand_shell_groups
 
-            flat += shlex.split(flag[len("SHELL:") :])
-        else:
-            flat.append(flag)
-    return [icpx, *flat, obj, "-o", exe]
+    return [icpx, *expand_shell_groups(link_flags(aot, icpx_release, kind)), obj, "-o", exe]

@@ -19,8 +19,10 @@ from kernelpilot.tile_tuner.builder import BuildItem, render_project
 
 KERNELS = {k.kind: k for k in all_kernels()}
 SPIRV = "+SPV_INTEL_split_barrier,+SPV_INTEL_2d_block_io,+SPV_INTEL_subgroup_matrix_multiply_accumulate"
-#: what ocloc gets on the link line: 256 GRF, so a hand build from BUILD.txt needs no environment
-OCLOC = "-options -cl-intel-256-GRF-per-thread"
+#: what ocloc gets on the link line: 256 GRF and IGC's settings (vISA's performance model, and for the
+#: GEMM kinds sycl-tla's VectorAliasBBThreshold workaround), so a hand build needs no environment
+OCLOC = "-options \"-cl-intel-256-GRF-per-thread -igc_opts 'VISAOptions=-perfmodel,VectorAliasBBThreshold=10000'\""
+OCLOC_FA = "-options \"-cl-intel-256-GRF-per-thread -igc_opts 'VISAOptions=-perfmodel'\""
 COMPILE_FLAGS = [
     "-std=c++17", "-O3", "-DNDEBUG", "-fsycl", "-fsycl-targets=spir64_gen", "-fno-sycl-instrument-device-code",
     "-DCUTLASS_ENABLE_SYCL", "-DSYCL_INTEL_TARGET", "-fhonor-nans", "-fhonor-infinities", "-Wall", "-Wno-unused-variable", "-Wno-unused-local-typedef",
@@ -124,7 +126,7 @@ def test_compile_and_link_argv() -> None:
     assert sycl_tla.compile_command("icpx", inc, "gemm.cpp", "gemm.o") == [
         "icpx", *COMPILE_FLAGS, "-I/s/include", "-I/s/tools/util/include", "-c", "gemm.cpp", "-o", "gemm.o",
     ]  # fmt: skip
-    assert sycl_tla.link_command("icpx", "bmg-g31", "gemm.o", "program") == [
+    assert sycl_tla.link_command("icpx", "bmg-g31", "gemm.o", "program", kind="gemm") == [
         "icpx", "-fsycl", "-fsycl-targets=spir64_gen", "-Xsycl-target-backend=spir64_gen", f"-device bmg-g31 {OCLOC}",
         "-Xspirv-translator", f"-spirv-ext={SPIRV}", "gemm.o", "-o", "program",
     ]  # fmt: skip
@@ -146,20 +148,17 @@ def test_recipe_flags_env_and_includes(tmp_path: Path) -> None:
     assert gemm.link_flags == (
         "-fsycl",
         "-fsycl-targets=spir64_gen",
-        f'SHELL:-Xsycl-target-backend=spir64_gen "-device bmg-g21 {OCLOC}"',
+        "-Xsycl-target-backend=spir64_gen",
+        f"-device bmg-g21 {OCLOC}",
         f"SHELL:-Xspirv-translator -spirv-ext={SPIRV}",
     )
-    # 256-GRF at AOT build time (ocloc runs inside the link), vISA's performance model (sycl-tla's build
-    # guide) and sycl-tla's IGC workaround
-    assert dict(gemm.env) == {
-        "IGC_ExtraOCLOptions": "-cl-intel-256-GRF-per-thread",
-        "IGC_VISAOptions": "-perfmodel",
-        "IGC_VectorAliasBBThreshold": "10000",
-    }
+    # 256-GRF, vISA's performance model (sycl-tla's build guide) and sycl-tla's IGC workaround are on the
+    # link line (ocloc runs inside it), none in the environment: a hand build is the tuner's build
+    assert gemm.env == ()
     assert gemm.library_version == "sycl-tla 0.9.1 (cutlass 4.2.1)"
     assert gemm.include_dirs == (root / "include", root / "tools" / "util" / "include")
     fa = KERNELS["fa_prefill"].build_recipe("pvc", opts | {"device": "max_1550"})
-    assert fa.include_dirs[-1] == root / "applications" and "-device pvc" in fa.link_flags[2]
+    assert fa.include_dirs[-1] == root / "applications" and fa.link_flags[3] == f"-device pvc {OCLOC_FA}"
     moe = KERNELS["moe_gemm"].build_recipe("bmg", opts)
     assert moe.include_dirs[-1] == root / "examples" / "12_xe20_moe_gemm_cute_interface"
 
@@ -205,7 +204,9 @@ def test_generated_cmake_project_as_data(tmp_path: Path) -> None:
     text = (project / "CMakeLists.txt").read_text()
     assert "project(kernelpilot_batch LANGUAGES CXX)" in text
     assert "set(KP_FLAGS " + " ".join(f'"{f}"' for f in COMPILE_FLAGS) + ")" in text
-    assert '"SHELL:-Xsycl-target-backend=spir64_gen \\"-device bmg-g31 -options' in text
+    assert (
+        '"-Xsycl-target-backend=spir64_gen" "-device bmg-g31 -options \\"-cl-intel-256-GRF-per-thread' in text
+    )
     assert f'"SHELL:-Xspirv-translator -spirv-ext={SPIRV}"' in text
     assert f"add_executable({item.target} {item.target}/gemm.cpp)" in text
     assert (
@@ -255,6 +256,13 @@ def test_cmake_expands_the_project_into_the_exact_commands(tmp_path: Path) -> No
         "-fsycl", "-fsycl-targets=spir64_gen", "-Xsycl-target-backend=spir64_gen", f"-device bmg-g31 {OCLOC}",
         "-Xspirv-translator", f"-spirv-ext={SPIRV}",
     ]  # fmt: skip
+    # the argv ninja runs is the one link_command documents (nested quotes survive CMake intact)
+    assert link_tail[:-3] == sycl_tla.link_command(cxx, "bmg-g31", "x.o", "p", kind="gemm")[1:-3]
+    # ... and what icpx's driver hands ocloc once it splits the backend argument (GNU rules, quotes kept)
+    assert shlex.split(link_tail[3]) == [
+        "-device", "bmg-g31", "-options",
+        "-cl-intel-256-GRF-per-thread -igc_opts 'VISAOptions=-perfmodel,VectorAliasBBThreshold=10000'",
+    ]  # fmt: skip
     assert link_tail[-2:] == ["-o", f"bin/{item.target}/program"]
 
 
@@ -268,6 +276,9 @@ def test_doctor_lists_what_is_missing(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "FA config API of sycl-tla 0.9.1" in report["sycl_tla"]["kinds"]["fa_prefill"]
     assert report["onemkl"].startswith("not needed")
     assert report["runtime_env"]["IGC_ExtraOCLOptions"] == "-cl-intel-256-GRF-per-thread"
+    assert report["ocloc_options"] == (
+        "-cl-intel-256-GRF-per-thread -igc_opts 'VISAOptions=-perfmodel,VectorAliasBBThreshold=10000'"
+    )
     missing = " | ".join(report["missing"])
     assert "moe_gemm:" in missing and "fa_prefill:" in missing
     if shutil.which("icpx") is None:

@@ -10,6 +10,7 @@ agree.  Nothing here compiles or runs SYCL; that needs icpx (``@pytest.mark.icpx
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,7 +21,6 @@ from kernelpilot.cpp_source import abi
 from kernelpilot.dsl_plugins.sycl.source_build import (
     SyclBuildOptions,
     build_command,
-    build_env,
     include_dir,
     run_env,
     syntax_command,
@@ -166,15 +166,55 @@ def test_icpx_command_lines(tmp_path: Path) -> None:
     assert not any("spir64_gen" in c for c in cmd)
     aot = SyclBuildOptions(icpx="icpx", aot_device="bmg-g21", grf_mode="large")
     cmd = build_command(tmp_path / "k.cpp", tmp_path / "prog", aot)
-    assert "-fsycl-targets=spir64_gen" in cmd and "-device bmg-g21" in cmd
+    # 256 GRF and vISA's performance model reach ocloc on the command line itself, not through the
+    # environment, so the logged command rebuilds the same binary
+    backend = cmd[cmd.index("-Xsycl-target-backend=spir64_gen") + 1]
+    assert "-fsycl-targets=spir64_gen" in cmd and shlex.split(backend) == [
+        "-device", "bmg-g21", "-options", "-cl-intel-256-GRF-per-thread -igc_opts 'VISAOptions=-perfmodel'",
+    ]  # fmt: skip
     assert any("SPV_INTEL_2d_block_io" in c for c in cmd)
-    assert build_env(aot) == {"IGC_ExtraOCLOptions": "-cl-intel-256-GRF-per-thread"} and run_env(aot) == {}
+    assert run_env(aot) == {}
+    small = build_command(
+        tmp_path / "k.cpp", tmp_path / "prog", SyclBuildOptions(icpx="icpx", aot_device="pvc")
+    )
+    assert "-cl-intel-256-GRF-per-thread" not in " ".join(small) and "VISAOptions=-perfmodel" in " ".join(
+        small
+    )
     assert run_env(SyclBuildOptions(grf_mode="large")) == {
         "SYCL_PROGRAM_COMPILE_OPTIONS": "-ze-opt-large-register-file"
     }
     assert syntax_command(tmp_path / "k.cpp", jit)[-2:] == ["-fsyntax-only", str(tmp_path / "k.cpp")]
     with pytest.raises(ValueError, match="bmg-g21"):
         build_command(tmp_path / "k.cpp", tmp_path / "p", SyclBuildOptions(icpx="icpx", aot_device="b580"))
+
+
+def test_spirv_extensions_follow_the_icpx_that_builds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same icpx-release gate as the tile tuner's programs (sycl-tla's cmake/FindDPCPP.cmake:113-117):
+    an icpx older than 2025.2 gets split barriers only, newer ones the full list.  The release comes from
+    the job, else from the compiler's ``--version`` banner (read here from a recorded banner string)."""
+    from kernelpilot.dsl_plugins.sycl import sycl_tla
+
+    full = "-spirv-ext=+SPV_INTEL_split_barrier,+SPV_INTEL_2d_block_io,+SPV_INTEL_subgroup_matrix_multiply_accumulate"
+    old = "-spirv-ext=+SPV_INTEL_split_barrier"
+
+    def ext(opts: SyclBuildOptions) -> str:
+        return next(
+            c for c in build_command(tmp_path / "k.cpp", tmp_path / "p", opts) if c.startswith("-spirv-ext=")
+        )
+
+    for aot in (None, "bmg-g31"):
+        assert ext(SyclBuildOptions(icpx="icpx", aot_device=aot, icpx_release=(2025, 1))) == old
+        assert ext(SyclBuildOptions(icpx="icpx", aot_device=aot, icpx_release=(2025, 2))) == full
+    banners = {"icpx-2025.1": "Intel(R) oneAPI DPC++/C++ Compiler 2025.1.0 (2025.1.0.20250317)"}
+    monkeypatch.setattr(sycl_tla, "icpx_version", lambda icpx: banners.get(icpx, ""))
+    sycl_tla.release_of.cache_clear()
+    try:
+        assert ext(SyclBuildOptions(icpx="icpx-2025.1")) == old
+        assert ext(SyclBuildOptions(icpx="icpx-unknown")) == full  # no release named: the current list
+    finally:
+        sycl_tla.release_of.cache_clear()
 
 
 @pytest.mark.skipif(shutil.which("icpx") is not None, reason="icpx is installed here")

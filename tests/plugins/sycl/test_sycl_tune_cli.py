@@ -5,6 +5,7 @@ clear error before building or running anything."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -47,18 +48,23 @@ def test_xeforge_yaml_dry_run_renders_programs_and_project(cli, tmp_path: Path, 
         assert workload["baseline"] == {"source": "library", "note": ""}
     proj = Path(project["project"])
     cmake = (proj / "CMakeLists.txt").read_text()
-    # no device chosen: both BMG dies, 256 GRF on the link line
-    assert (
-        '"SHELL:-Xsycl-target-backend=spir64_gen \\"-device bmg-g21,bmg-g31 -options -cl-intel-256-GRF-per-thread\\""'
-        in cmake
-        and '"-fsycl"' in cmake
-    )
+    # no device chosen: both BMG dies; 256 GRF and vISA's performance model on the link line
+    igc = "VISAOptions=-perfmodel" + (",VectorAliasBBThreshold=10000" if not kind.startswith("fa_") else "")
+    backend = f"-device bmg-g21,bmg-g31 -options \"-cl-intel-256-GRF-per-thread -igc_opts '{igc}'\""
+    assert '"-Xsycl-target-backend=spir64_gen" "' + backend.replace('"', '\\"') + '"' in cmake
+    assert '"-fsycl"' in cmake
     programs = sorted(proj.glob(f"kp_*/{kind}.cpp"))
     assert len(programs) == project["programs"]
     for src in programs:
         assert (src.parent / "kp_sycl_common.hpp").exists()
         assert "int main(" in src.read_text()
-    assert (proj / "BUILD.txt").read_text().startswith("cmake -S")
+    build_txt = (proj / "BUILD.txt").read_text()
+    assert build_txt.startswith("cmake -S")
+    # a hand build from BUILD.txt: no environment needed, and the link options are spelled out
+    ninja_line = next(line for line in build_txt.splitlines() if "ninja -C" in line)
+    assert ninja_line.startswith("ninja -C")
+    link_line = next(line for line in build_txt.splitlines() if line.startswith("# link options"))
+    assert shlex.split(link_line.split(": ", 1)[1])[2:4] == ["-Xsycl-target-backend=spir64_gen", backend]
 
 
 def test_unknown_xeforge_mode_is_an_input_error(cli, tmp_path: Path) -> None:
