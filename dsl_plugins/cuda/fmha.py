@@ -50,13 +50,19 @@ SCHEDULE_ALIASES = {
     "pingpong": "pingpong",
     "ping-pong": "pingpong",
 }
+#: Option<Tag::kNumMmaWarpGroups> values the warp-specialized kernel dispatches
+#: (kernel/fmha_kernel_tma_warpspecialized.hpp Consumer0..3) and Option<Tag::kBlocksPerSM> for KernelTma
+WARPGROUPS = (2, 3, 4)
+BLOCKS_PER_SM = (1, 2, 3, 4)
 TOL = {"bf16": (2e-2, 2e-2), "f16": (5e-3, 5e-3)}  # (atol, rtol) on O; P is rounded to 16 bit in-kernel
 FA_KEYS = {"batch", "num_heads_q", "num_heads_kv", "seq_qo", "seq_kv", "head_dim", "causal"}
 MAX_SEQ = 1 << 20
 
 
 def normalize_fmha_config(config: Any, head_dim: int | None = None) -> dict[str, Any]:
-    """tile [QO, KV, D], schedule tma|cooperative|pingpong, stages (KV pipeline stages, 0 = default)."""
+    """tile [QO, KV, D], schedule tma|cooperative|pingpong, stages (KV pipeline stages, 0 = default),
+    warpgroups (MMA warpgroups of the warp-specialized schedules, 0 = 2) and blocks_per_sm (KernelTma's
+    launch bound, 0 = 2).  The last two are written only when set, so earlier configs render unchanged."""
     c = config_dict(config)
     try:
         tile = [int(x) for x in c["tile"]]
@@ -74,13 +80,30 @@ def normalize_fmha_config(config: Any, head_dim: int | None = None) -> dict[str,
     stages = int(c.get("stages") or 0)
     if stages == 1 or stages < 0:
         raise ValueError("FMHA needs at least 2 KV stages (collective static_assert), or 0 for default")
-    return {"tile": tile, "schedule": schedule, "stages": stages}
+    out: dict[str, Any] = {"tile": tile, "schedule": schedule, "stages": stages}
+    warpgroups = int(c.get("warpgroups") or 0)
+    blocks = int(c.get("blocks_per_sm") or 0)
+    if warpgroups:
+        if schedule == "tma" or warpgroups not in WARPGROUPS:
+            raise ValueError(
+                f"FMHA warpgroups={warpgroups}: the cooperative and pingpong schedules take {list(WARPGROUPS)}"
+            )
+        if tile[0] % (64 * warpgroups):
+            raise ValueError(f"FMHA tile QO={tile[0]} is not a multiple of 64 x warpgroups={warpgroups}")
+        out["warpgroups"] = warpgroups
+    if blocks:
+        if schedule != "tma" or blocks not in BLOCKS_PER_SM:
+            raise ValueError(f"FMHA blocks_per_sm={blocks}: the tma schedule takes {list(BLOCKS_PER_SM)}")
+        out["blocks_per_sm"] = blocks
+    return out
 
 
 def fmha_label(cfg: dict[str, Any]) -> str:
     t = cfg["tile"]
     st = f"_s{cfg['stages']}" if cfg["stages"] else ""
-    return f"{cfg['schedule'][:4]}_{t[0]}x{t[1]}x{t[2]}{st}"
+    wg = f"_wg{cfg['warpgroups']}" if cfg.get("warpgroups") else ""
+    bps = f"_b{cfg['blocks_per_sm']}" if cfg.get("blocks_per_sm") else ""
+    return f"{cfg['schedule'][:4]}_{t[0]}x{t[1]}x{t[2]}{st}{wg}{bps}"
 
 
 def _bool(value: Any, field: str) -> bool:
@@ -172,6 +195,10 @@ def render_fmha_program(kind: str, cfg: dict[str, Any], problem: dict[str, Any])
     options = []
     if cfg["stages"]:
         options.append(f"Option<Tag::kStagesKV, Int<{cfg['stages']}>>")
+    if cfg.get("warpgroups"):
+        options.append(f"Option<Tag::kNumMmaWarpGroups, Int<{cfg['warpgroups']}>>")
+    if cfg.get("blocks_per_sm"):
+        options.append(f"Option<Tag::kBlocksPerSM, Int<{cfg['blocks_per_sm']}>>")
     atol, rtol = TOL[dtype]
     public = {**cfg, "dtype": dtype, "causal": problem["causal"]}
     source = env.from_string(text).render(

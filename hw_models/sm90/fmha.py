@@ -41,7 +41,7 @@ from kernelpilot.hw_models.sm90.gemm import round_up, swizzle_alignment
 from kernelpilot.hw_models.types import CheckResult, Collector, TileConfig
 
 FA_SCHEDULES = ("tma", "cooperative", "pingpong")
-FA_FIELDS = ("kernel", "dtype", "tile", "schedule", "stages")
+FA_FIELDS = ("kernel", "dtype", "tile", "schedule", "stages", "warpgroups", "blocks_per_sm")
 FA_DTYPES = ("bf16", "f16", "e4m3", "e5m2")
 DEFAULT_KV_STAGES = 5
 #: KernelTma (not warp-specialized) defaults to 4 K/V stages: collective/fmha_collective_tma.hpp:63
@@ -51,10 +51,24 @@ DEFAULT_KV_STAGES_TMA = 4
 #: for fp8 (88_hopper_fmha.cu:1132-1139 compiles run_fwd_32/64 only ``#ifndef FP8``)
 FP8_HEAD_DIMS = (128, 256)
 NUM_MMA_WG = 2
+#: kernel/fmha_kernel_tma_warpspecialized.hpp:284-366 dispatches Consumer0..Consumer3, and
+#: ``Option<Tag::kNumMmaWarpGroups, Int<N>>`` (fmha_collective_tma_warpspecialized.hpp:76) sets N; one MMA
+#: warpgroup is refused below: its register share (488) exceeds setmaxnreg's 256
+FA_WARPGROUPS = (2, 3, 4)
 SMEM_CAPACITY = 232448
+#: shared memory of one SM (228 KB) and the 1 KB the driver reserves per resident block: several
+#: KernelTma blocks share one SM only when blocks x (SharedStorage + 1 KB) fits
+SM_SMEM_BYTES = 233472
+SMEM_PER_BLOCK_RESERVED = 1024
 #: largest accumulator footprint instantiated in 88_hopper_fmha.cu: fp8 coop 128x256x128 and 128x128x256
-#: keep S + O = 192 fp32 registers per MMA thread (of the 240 they get)
+#: keep S + O = 192 fp32 registers per MMA thread (of the 240 they get); the other 48 hold addresses,
+#: softmax state and the bf16 copy of P, so every register budget below keeps that much headroom
 MAX_FA_ACC_REGISTERS = 192
+FA_REGISTER_HEADROOM = 48
+#: KernelTma: ``Option<Tag::kBlocksPerSM, Int<N>>`` (kernel/fmha_kernel_tma.hpp:51, default 2) is the
+#: kernel's ``__launch_bounds__`` minimum blocks per SM, so it caps registers at 64K / (128 x N)
+FA_TMA_BLOCKS_PER_SM = (1, 2, 3, 4)
+DEFAULT_TMA_BLOCKS_PER_SM = 2
 INSTANTIATED_HEAD_DIMS = (32, 64, 128, 256)
 #: seconds per attention score per CTA for the softmax (fit to the H200 d64/d128 measurements)
 FA_SOFTMAX_S_PER_SCORE = {"tma": 1.2e-10, "cooperative": 1.0e-10, "pingpong": 0.9e-10}
@@ -68,6 +82,42 @@ class Sm90FmhaConfig(TileConfig):
     tile: tuple[int, int, int]
     schedule: str = "cooperative"
     stages: int = 0
+    #: MMA warpgroups of the warp-specialized kernels (0 = the collective's default, 2)
+    warpgroups: int = 0
+    #: KernelTma only: the launch bound's blocks per SM (0 = the kernel's default, 2)
+    blocks_per_sm: int = 0
+
+    @property
+    def mma_warpgroups(self) -> int:
+        if self.schedule == "tma":
+            return 1
+        return self.warpgroups or NUM_MMA_WG
+
+    @property
+    def tma_blocks_per_sm(self) -> int:
+        return self.blocks_per_sm or DEFAULT_TMA_BLOCKS_PER_SM
+
+    def mma_register_limit(self) -> int:
+        """Registers per MMA thread the kernel grants.
+
+        Warp-specialized (kernel/fmha_kernel_tma_warpspecialized.hpp:134-136): MaxThreadsPerBlock =
+        (N + 1) x 128, TotalRegisterSupply = (64K / threads / 8) x 8 x threads / 128, the load warpgroup
+        keeps 24 and each of the N MMA warpgroups gets ((supply - 24) / N / 8) x 8 (setmaxnreg; 240 for
+        N = 2, 160 for 3, 112 for 4).  KernelTma: 128 threads under ``__launch_bounds__(128, blocks)``,
+        so 64K / (128 x blocks) rounded down to 8, at most 255."""
+        if self.schedule == "tma":
+            return min(255, (65536 // (128 * self.tma_blocks_per_sm)) // 8 * 8)
+        n = self.mma_warpgroups
+        threads = (n + 1) * 128
+        supply = (65536 // threads // 8) * 8 * threads // 128
+        return ((supply - 24) // n // 8) * 8
+
+    def resident_blocks(self) -> int:
+        """Blocks of this kernel one SM holds, by shared memory (and, for KernelTma, the launch bound)."""
+        by_smem = max(1, SM_SMEM_BYTES // (self.smem_bytes() + SMEM_PER_BLOCK_RESERVED))
+        if self.schedule == "tma":
+            return min(by_smem, self.tma_blocks_per_sm)
+        return 1
 
     @property
     def kv_stages(self) -> int:
@@ -77,7 +127,7 @@ class Sm90FmhaConfig(TileConfig):
 
     @property
     def rows_per_wg(self) -> int:
-        return self.tile[0] // NUM_MMA_WG if self.schedule != "tma" else self.tile[0]
+        return self.tile[0] // self.mma_warpgroups
 
     def acc_registers(self) -> int:
         """fp32 S (rows x BlockKV) + O (rows x Head) accumulators per MMA thread (128 per warpgroup)."""
@@ -116,25 +166,34 @@ class Sm90FmhaConfig(TileConfig):
             tensors = max(mainloop, epi_one)
             pipelines += 16  # Q pipeline, 1 stage
         else:
-            epi = NUM_MMA_WG * epi_one
+            n = self.mma_warpgroups
+            epi = n * epi_one
             tensors = round_up(mainloop, align) + epi if self.schedule == "pingpong" else max(mainloop, epi)
-            # Q pipeline (2 stages), reducer PipelineAsync<2>, OrderedSequenceBarrier<2,2>, load-warp barrier
-            pipelines += 32 + 32 + 32 + 16
+            # Q pipeline (N stages), reducer PipelineAsync<2>, OrderedSequenceBarrier<2,N>, load-warp barrier
+            pipelines += 16 * n + 32 + 16 * n + 16
         return round_up(round_up(tensors, align) + pipelines, align)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "kernel": self.kernel,
             "dtype": self.dtype.as_json(),
             "tile": list(self.tile),
             "schedule": self.schedule,
             "stages": self.stages,
         }
+        # written only when set, so the configs (and cache keys) of the example's defaults stay as they were
+        if self.warpgroups:
+            out["warpgroups"] = self.warpgroups
+        if self.blocks_per_sm:
+            out["blocks_per_sm"] = self.blocks_per_sm
+        return out
 
     def label(self) -> str:
         sched = {"tma": "tma", "cooperative": "coop", "pingpong": "pp"}[self.schedule]
         st = f"_s{self.stages}" if self.stages else ""
-        return f"{self.tile[0]}x{self.tile[1]}x{self.tile[2]}_{sched}{st}"
+        wg = f"_wg{self.warpgroups}" if self.warpgroups else ""
+        bps = f"_b{self.blocks_per_sm}" if self.blocks_per_sm else ""
+        return f"{self.tile[0]}x{self.tile[1]}x{self.tile[2]}_{sched}{st}{wg}{bps}"
 
 
 def parse_fmha(raw: dict[str, Any], kernel: str, where: str) -> Sm90FmhaConfig:
@@ -147,6 +206,8 @@ def parse_fmha(raw: dict[str, Any], kernel: str, where: str) -> Sm90FmhaConfig:
         tile=int_tuple(raw["tile"], where, "tile", 3),  # type: ignore[arg-type]
         schedule=choice(raw.get("schedule", "cooperative"), FA_SCHEDULES, where, "schedule"),
         stages=int_value(raw.get("stages", 0), where, "stages", minimum=0),
+        warpgroups=int_value(raw.get("warpgroups", 0), where, "warpgroups", minimum=0),
+        blocks_per_sm=int_value(raw.get("blocks_per_sm", 0), where, "blocks_per_sm", minimum=0),
     )
 
 
@@ -167,12 +228,36 @@ def check_fmha(cfg: Sm90FmhaConfig, problem: dict[str, Any] | None) -> CheckResu
         # fmha_collective_tma.hpp:410 (CUTLASS v4.2.0). BlockQO=128 fails that assert (seen on an H200
         # build of 128x64x64_tma, benchmarks/results/confirm_h200_run_kinds.json).
         out.require(qo == 64, "sm90.fa.tile_q", f"BlockQO={qo}: the KernelTma schedule takes BlockQO=64 only")
+        # the MMA warpgroup count is a warp-specialized option; KernelTma has one warpgroup
+        out.require(
+            cfg.warpgroups == 0,
+            "sm90.fa.warpgroups",
+            f"warpgroups={cfg.warpgroups}: KernelTma has one MMA warpgroup (leave warpgroups at 0)",
+        )
+        out.require(
+            cfg.blocks_per_sm == 0 or cfg.blocks_per_sm in FA_TMA_BLOCKS_PER_SM,
+            "sm90.fa.blocks_per_sm",
+            f"blocks_per_sm={cfg.blocks_per_sm}: allowed {FA_TMA_BLOCKS_PER_SM} (0 = the default, 2)",
+        )
     else:
+        n = cfg.mma_warpgroups
+        out.require(
+            cfg.warpgroups == 0 or cfg.warpgroups in FA_WARPGROUPS,
+            "sm90.fa.warpgroups",
+            f"warpgroups={cfg.warpgroups}: the warp-specialized kernel dispatches {FA_WARPGROUPS} MMA "
+            "warpgroups (0 = the default, 2)",
+        )
+        # kBlocksPerSM is read by KernelTma only (kernel/fmha_kernel_tma.hpp:51)
+        out.require(
+            cfg.blocks_per_sm == 0,
+            "sm90.fa.blocks_per_sm",
+            f"blocks_per_sm={cfg.blocks_per_sm}: only the KernelTma schedule takes it (one block per SM here)",
+        )
         # TileShapeQK M = BlockQO / NumMmaWarpGroups must be a WGMMA M multiple (mma_sm90.hpp:370)
         out.require(
-            qo % (64 * NUM_MMA_WG) == 0,
+            qo % (64 * n) == 0,
             "sm90.fa.tile_q",
-            f"BlockQO={qo} is not a multiple of 64*{NUM_MMA_WG} (each of the {NUM_MMA_WG} MMA warpgroups owns BlockQO/2 rows)",
+            f"BlockQO={qo} is not a multiple of 64*{n} (each of the {n} MMA warpgroups owns BlockQO/{n} rows)",
         )
     # QK GEMM: N = BlockKV (multiple of 8, <= 256); PV GEMM: K = BlockKV (multiple of the WGMMA K)
     out.require(
@@ -201,10 +286,13 @@ def check_fmha(cfg: Sm90FmhaConfig, problem: dict[str, Any] | None) -> CheckResu
     # fmha_collective_tma_warpspecialized.hpp:82 static_assert(Stages >= 2)
     out.require(cfg.kv_stages >= 2, "sm90.fa.stages", f"K/V stages={cfg.kv_stages}: at least 2 are required")
     regs = cfg.acc_registers()
+    limit = cfg.mma_register_limit()
+    budget = min(MAX_FA_ACC_REGISTERS, limit - FA_REGISTER_HEADROOM)
     out.require(
-        regs <= MAX_FA_ACC_REGISTERS,
+        regs <= budget,
         "sm90.fa.acc_registers",
-        f"S+O accumulators need {regs} fp32 registers per MMA thread (limit {MAX_FA_ACC_REGISTERS} of 240): spills",
+        f"S+O accumulators need {regs} fp32 registers per MMA thread (limit {budget} of the {limit} "
+        f"this schedule grants): spills",
     )
     smem = cfg.smem_bytes()
     out.require(
@@ -213,6 +301,15 @@ def check_fmha(cfg: Sm90FmhaConfig, problem: dict[str, Any] | None) -> CheckResu
         f"Q + {cfg.kv_stages} K/V stages{' + epilogue' if cfg.schedule == 'pingpong' else ''} need ~{smem} B "
         f"> {SMEM_CAPACITY} B",
     )
+    if cfg.schedule == "tma" and cfg.blocks_per_sm and smem <= SMEM_CAPACITY:
+        # a launch bound above what shared memory lets reside only takes registers away
+        fit = SM_SMEM_BYTES // (smem + SMEM_PER_BLOCK_RESERVED)
+        out.require(
+            cfg.blocks_per_sm <= fit,
+            "sm90.fa.blocks_per_sm_smem",
+            f"blocks_per_sm={cfg.blocks_per_sm} but only {fit} blocks of {smem} B shared memory fit one SM "
+            f"({SM_SMEM_BYTES} B, {SMEM_PER_BLOCK_RESERVED} B reserved per block)",
+        )
     if problem is not None:
         check_problem_dtype(cfg.dtype, problem, out, "sm90")
         dims = attention_dims(problem)
@@ -231,14 +328,27 @@ def check_fmha(cfg: Sm90FmhaConfig, problem: dict[str, Any] | None) -> CheckResu
     return out.result()
 
 
+#: (warpgroups, BlockQO) families of the warp-specialized schedules: the example's 2 warpgroups at 128
+#: and 256 rows, 3 at 192 (64 rows each, the FlashAttention-3 choice for head dim 64) and 4 at 256
+WS_ROW_FAMILIES = ((0, 128), (0, 256), (3, 192), (4, 256))
+#: KernelTma: (blocks_per_sm, stages) pairs; 0 = the kernel defaults (2 blocks, 4 stages)
+TMA_FAMILIES = ((0, 0), (3, 0), (0, 6), (3, 3), (4, 3))
+
+
 def enumerate_fmha(kernel: str, pair: DTypePair, problem: dict[str, Any] | None) -> Iterator[Sm90FmhaConfig]:
     heads = (attention_dims(problem)["head_dim_qk"],) if problem else INSTANTIATED_HEAD_DIMS
     for d in heads:
         for schedule in FA_SCHEDULES:
-            qos = (64,) if schedule == "tma" else (128, 256)
-            for qo in qos:
+            if schedule == "tma":
+                fams = [dict(tile_q=64, blocks_per_sm=b, stages=st) for b, st in TMA_FAMILIES]
+            else:
+                fams = [dict(tile_q=qo, warpgroups=wg) for wg, qo in WS_ROW_FAMILIES]
+            for fam in fams:
+                qo = fam.pop("tile_q")
                 for kv in (64, 128, 256):
-                    cfg = Sm90FmhaConfig(kernel=kernel, dtype=pair, tile=(qo, kv, d), schedule=schedule)
+                    cfg = Sm90FmhaConfig(
+                        kernel=kernel, dtype=pair, tile=(qo, kv, d), schedule=schedule, **fam
+                    )
                     if check_fmha(cfg, problem).valid:
                         yield cfg
 
@@ -266,14 +376,20 @@ def default_fmha(kernel: str, pair: DTypePair, problem: dict[str, Any] | None) -
 def neighbours_fmha(cfg: Sm90FmhaConfig) -> list[Sm90FmhaConfig]:
     qo, kv, d = cfg.tile
     out = []
-    cands = [
+    cands: list[dict[str, Any]] = [
         {"tile": (qo, kv * 2, d)},
         {"tile": (qo, kv // 2, d)},
         {"tile": (qo * 2, kv, d)},
         {"tile": (qo // 2, kv, d)},
         {"stages": max(2, cfg.kv_stages - 1)},
         {"stages": cfg.kv_stages + 1},
-    ] + [{"schedule": s} for s in FA_SCHEDULES if s != cfg.schedule]
+    ] + [{"schedule": s, "blocks_per_sm": 0, "warpgroups": 0} for s in FA_SCHEDULES if s != cfg.schedule]
+    if cfg.schedule == "tma":
+        cands += [{"blocks_per_sm": b} for b in FA_TMA_BLOCKS_PER_SM if b != cfg.tma_blocks_per_sm]
+    else:
+        for n in FA_WARPGROUPS:
+            if n != cfg.mma_warpgroups:  # keep the rows per warpgroup
+                cands.append({"warpgroups": n, "tile": (cfg.rows_per_wg * n, kv, d)})
     seen = {cfg}
     for change in cands:
         new = cfg.model_copy(update=change)
@@ -285,34 +401,82 @@ def neighbours_fmha(cfg: Sm90FmhaConfig) -> list[Sm90FmhaConfig]:
     return out
 
 
-def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) -> float:
-    """CTA-level roofline: grid = batch x heads x ceil(seq_q / BlockQO); each CTA sweeps the KV sequence."""
+def _program_rows(problem: dict[str, Any]) -> tuple[int, int, int, int]:
+    """(batch, heads, query rows, kv length) the program runs: without a mask the G query heads of one
+    kv head are packed into query rows (dsl_plugins/cuda/fmha.py ``program_dims``)."""
     dims = attention_dims(problem)
+    g = max(1, dims["num_heads_q"] // max(1, dims.get("num_heads_kv") or dims["num_heads_q"]))
+    if problem.get("causal") or g == 1:
+        return dims["batch"], dims["num_heads_q"], dims["seq_qo"], dims["seq_kv"]
+    return dims["batch"], dims["num_heads_q"] // g, g * dims["seq_qo"], dims["seq_kv"]
+
+
+#: Calibration of :func:`fmha_time_s` to the H200 runs of the recorded FMHA configs
+#: (tests/data/records/cuda_kinds_h200.json; d64 and d128, prefill and decode):
+#: SM-wide softmax cost per attention score (ps): FA_SOFTMAX_PS + FA_RESCALE_PS x HeadDim / BlockKV (the
+#: O rescale per KV step); causal d64 coop 128x64 ran 105 ps/score and d128 coop 128x64 136 ps/score
+FA_SOFTMAX_PS = 73.5
+FA_RESCALE_PS = 31.5
+#: fraction of the dense bf16 peak the two GEMMs reach (d128 coop 128x128: 119 ps/score at 512 FLOP)
+FA_MMA_EFFICIENCY = 0.57
+#: one warpgroup's dependent chain per KV step (QK GEMM, softmax, PV GEMM) per score of its rows, and
+#: for KernelTma (loads issued from the MMA warpgroup itself) the load latency it exposes; KernelTma
+#: streaming K/V from HBM also reaches only 1/1.65 of its L2-fed softmax throughput.  Fit to the runs:
+#: d64 decode tma 64x128 (2 blocks/SM): 2.4 us per CTA step; d64 decode coop 128x64: 0.84 us per step;
+#: d128 decode tma 64x128 (1 block/SM, bandwidth-bound): at most 1.92 us; d64 prefill tma 64x128:
+#: 88 ps/score at 2 blocks/SM
+FA_CHAIN_PS = {"tma": 150.0, "ws": 205.0}
+FA_TMA_LOAD_LATENCY_S = {"hbm": 0.6e-6, "l2": 0.2e-6}
+FA_TMA_STREAMED_THROUGHPUT_PENALTY = 1.65
+#: schedule factors on the softmax-bound time: the persistent pingpong ran 5-8 % slower than cooperative
+#: on causal prefill (d64 and d128, tests/data/records/cuda_kinds_h200.json) but 8 % faster without a
+#: mask (d64 b4 h32 8192, docs/reference/sm90_h200_measurements.md); three MMA warpgroups (64 rows each)
+#: are not measured yet: the same as two
+FA_SCHEDULE_FACTOR = {"tma": 1.0, "cooperative": 1.0, "pingpong": 1.06}
+FA_PINGPONG_NOMASK_FACTOR = 0.92
+
+
+def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) -> float:
+    """Per-SM model: every resident CTA sweeps its KV sequence in steps of BlockKV; an SM-step costs the
+    largest of (a) the SM-wide softmax / MMA throughput over its scores, (b) the CTA's dependent chain
+    divided by the CTAs resident on the SM, (c) its K/V bytes at the SM's share of HBM bandwidth (decode:
+    each CTA streams its own K/V; prefill re-reads K/V from L2).  Waves of CTAs are quantized."""
+    b, h, rows, kv_len = _program_rows(problem)
     qo, kv, d = cfg.tile
     el = cfg.dtype.bits_a / 8
     cores = device.cores
-    eff = {"tma": 0.55, "cooperative": 0.72, "pingpong": 0.68}[cfg.schedule]
-    ctas_per_sm = (
-        2 if cfg.schedule == "tma" else 1
-    )  # kBlocksPerSM default 2 for KernelTma (fmha_kernel_tma.hpp)
-    per_cta_flops = device.peak(cfg.dtype.a) * 1e12 / cores / ctas_per_sm * eff
-    q_tiles = ceil_div(dims["seq_qo"], qo)
-    ctas = dims["batch"] * dims["num_heads_q"] * q_tiles
-    kv_len = dims["seq_kv"]
-    if problem.get("causal") and dims["seq_qo"] > 1:
-        kv_len = max(kv, (kv_len + qo) // 2)
-    steps = ceil_div(kv_len, kv)
-    # each KV step costs the larger of the two GEMMs and the softmax over the qo x kv scores (exp, max,
-    # rescale on the CUDA cores); at small head dims the softmax dominates (measured d64: 341-476 TFLOP/s
-    # against 683 at d128, docs/reference/sm90_h200_measurements.md#hopper-fmha-example-88)
-    softmax = qo * kv * FA_SOFTMAX_S_PER_SCORE[cfg.schedule]
-    step = max(2.0 * qo * kv * 2 * d / per_cta_flops, softmax)
-    waves = ceil_div(ctas, cores * ctas_per_sm)
-    compute = waves * (steps * step + 2e-6)
-    kv_bytes = dims["batch"] * dims["num_heads_kv"] * dims["seq_kv"] * 2 * d * el
-    q_bytes = 2 * dims["batch"] * dims["num_heads_q"] * dims["seq_qo"] * d * el
-    memory = (kv_bytes + q_bytes) / (device.bandwidth_gbs() * 1e9)
-    # few CTAs (decode): each streams its KV at a bounded per-SM rate
-    per_sm_bw = device.bandwidth_gbs() * 1e9 / cores * 3.0
-    memory = max(memory, steps * kv * 2 * d * el / per_sm_bw)
-    return 5e-6 + max(compute, memory)
+    causal = bool(problem.get("causal")) and rows > 1
+    q_tiles = ceil_div(rows, qo)
+    ctas = b * h * q_tiles
+    resident = cfg.resident_blocks()
+    # average KV steps per CTA (causal: the diagonal half plus the masked diagonal tile)
+    steps = ceil_div(kv_len, kv) if not causal else ceil_div(kv_len, kv) / 2 + qo / (2 * kv)
+    scores = qo * kv
+    peak_sm = device.peak(cfg.dtype.a) * 1e12 / cores
+    mma_s = 4.0 * d / (peak_sm * FA_MMA_EFFICIENCY)
+    factor = FA_SCHEDULE_FACTOR[cfg.schedule]
+    if cfg.schedule == "pingpong" and not causal:
+        factor = FA_PINGPONG_NOMASK_FACTOR
+    softmax_s = (FA_SOFTMAX_PS + FA_RESCALE_PS * d / kv) * 1e-12 * factor
+    regs = cfg.acc_registers()
+    spill = 1.0 + max(0.0, (regs - 128) / 64) * 0.45  # d128 coop 256x64 (192 acc registers) ran 1.45x slower
+    throughput = scores * max(mma_s, softmax_s) * spill
+    streamed = rows <= 64 and not causal  # decode: K/V from HBM, once per CTA
+    tma = cfg.schedule == "tma"
+    chain = (scores / cfg.mma_warpgroups) * FA_CHAIN_PS["tma" if tma else "ws"] * 1e-12 * spill
+    if tma:
+        chain += FA_TMA_LOAD_LATENCY_S["hbm" if streamed else "l2"]
+        if streamed:
+            throughput *= FA_TMA_STREAMED_THROUGHPUT_PENALTY
+    bw_sm = device.bandwidth_gbs() * 1e9 * 0.92 / cores
+    memory = 2 * kv * d * el / bw_sm if streamed else 0.0
+    # waves: the CTAs resident on an SM share its throughput and bandwidth, a CTA never runs faster than
+    # its own chain; a partial last wave runs with fewer CTAs per SM
+    total, left = 4e-6, ctas
+    while left > 0:
+        wave = min(left, cores * resident)
+        per_sm = ceil_div(wave, cores)
+        step = max(throughput * per_sm, chain, memory * per_sm)
+        total += steps * step + 1e-6
+        left -= wave
+    return total

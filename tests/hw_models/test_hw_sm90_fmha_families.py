@@ -1,0 +1,204 @@
+"""The Hopper FMHA families beyond CUTLASS example 88's instantiations: three and four MMA warpgroups
+(``Option<Tag::kNumMmaWarpGroups>``) for the warp-specialized schedules, and KernelTma's launch bound
+(``Option<Tag::kBlocksPerSM>``).
+
+Legality is derived from the collective's and kernel's source (CUTLASS v4.2.0 examples/88_hopper_fmha):
+the register share each MMA warpgroup gets, the 64-row WGMMA atom per warpgroup, and shared memory per
+resident block.  The tests pin those rules, that nothing the model rejects is enumerated or proposed as
+a neighbour, that every enumerated config renders the right options, and the cost model's ranking
+against the recorded H200 runs (tests/data/records/cuda_kinds_h200.json).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+
+import pytest
+
+from kernelpilot.dsl_plugins.cuda.fmha import FmhaKernel, normalize_fmha_config
+from kernelpilot.hw_models.sm90.fmha import (
+    FA_TMA_BLOCKS_PER_SM,
+    FA_WARPGROUPS,
+    SM_SMEM_BYTES,
+    SMEM_PER_BLOCK_RESERVED,
+)
+from kernelpilot.targets import get_target_model
+from tests.support import REPO
+
+SM90 = get_target_model("sm90")
+PREFILL_D64 = {
+    "batch": 4,
+    "num_heads_q": 64,
+    "num_heads_kv": 8,
+    "seq_qo": 4096,
+    "seq_kv": 4096,
+    "head_dim": 64,
+    "causal": True,
+    "dtype": "bf16",
+}
+
+
+def fa(tile, schedule="cooperative", kernel="fa_prefill", **extra):
+    return SM90.parse_config({"kernel": kernel, "tile": list(tile), "schedule": schedule, **extra})
+
+
+def test_register_shares_follow_the_kernels_formulas() -> None:
+    """fmha_kernel_tma_warpspecialized.hpp:134-136 with (N + 1) x 128 threads: 240 / 160 / 112 registers
+    per MMA thread for N = 2 / 3 / 4; KernelTma's __launch_bounds__(128, blocks): 255 / 255 / 168 / 128."""
+    ws = {n: fa((64 * n, 64, 64), warpgroups=n).mma_register_limit() for n in FA_WARPGROUPS}
+    assert ws == {2: 240, 3: 160, 4: 112}
+    assert fa((128, 64, 64)).mma_register_limit() == 240  # warpgroups 0 = the default 2
+    tma = {b: fa((64, 64, 64), "tma", blocks_per_sm=b).mma_register_limit() for b in FA_TMA_BLOCKS_PER_SM}
+    assert tma == {1: 255, 2: 255, 3: 168, 4: 128}
+
+
+@pytest.mark.parametrize(
+    ("tile", "schedule", "extra", "rule"),
+    [
+        ((192, 128, 64), "cooperative", {"warpgroups": 3}, None),
+        ((192, 128, 64), "pingpong", {"warpgroups": 3}, None),
+        ((256, 64, 64), "cooperative", {"warpgroups": 4}, None),
+        ((64, 128, 64), "tma", {"blocks_per_sm": 3}, None),
+        ((64, 64, 64), "tma", {"blocks_per_sm": 4, "stages": 3}, None),
+        # 192 rows are not 2 x 64-row warpgroups, 128 rows not 3 x 64
+        ((192, 128, 64), "cooperative", {}, "sm90.fa.tile_q"),
+        ((128, 128, 64), "cooperative", {"warpgroups": 3}, "sm90.fa.tile_q"),
+        # S + O = 64 + 64 fp32 registers exceed the 160 - 48 three warpgroups leave
+        ((192, 128, 128), "cooperative", {"warpgroups": 3}, "sm90.fa.acc_registers"),
+        # 256 x 128 over 4 warpgroups: S 64 + O 32 = 96 > 112 - 48
+        ((256, 128, 64), "cooperative", {"warpgroups": 4}, "sm90.fa.acc_registers"),
+        ((192, 128, 64), "cooperative", {"warpgroups": 5}, "sm90.fa.warpgroups"),
+        ((64, 128, 64), "tma", {"warpgroups": 2}, "sm90.fa.warpgroups"),
+        ((128, 64, 64), "cooperative", {"blocks_per_sm": 2}, "sm90.fa.blocks_per_sm"),
+        ((64, 128, 64), "tma", {"blocks_per_sm": 5}, "sm90.fa.blocks_per_sm"),
+        # 4 blocks cap registers at 128: S 64 + O 32 = 96 > 128 - 48
+        ((64, 128, 64), "tma", {"blocks_per_sm": 4}, "sm90.fa.acc_registers"),
+        # 6 stages of 64x128x64 (~105 KB) fit two blocks per SM, not three
+        ((64, 128, 64), "tma", {"blocks_per_sm": 3, "stages": 6}, "sm90.fa.blocks_per_sm_smem"),
+    ],
+)
+def test_new_family_legality(tile, schedule, extra, rule) -> None:
+    res = SM90.check(fa(tile, schedule, **extra), PREFILL_D64 if tile[2] == 64 else None)
+    if rule is None:
+        assert res.valid, res.rules()
+    else:
+        assert not res.valid and rule in res.rules(), res.rules()
+
+
+def test_blocks_per_sm_smem_rule_matches_the_sm_capacity() -> None:
+    for stages in range(2, 9):
+        for b in FA_TMA_BLOCKS_PER_SM:
+            cfg = fa((64, 128, 64), "tma", blocks_per_sm=b, stages=stages)
+            fits = b * (cfg.smem_bytes() + SMEM_PER_BLOCK_RESERVED) <= SM_SMEM_BYTES
+            assert ("sm90.fa.blocks_per_sm_smem" not in SM90.check(cfg).rules()) is fits, (b, stages)
+
+
+def test_three_warpgroups_add_q_pipeline_and_order_barrier_storage() -> None:
+    """StagesQ = NumMmaWarpGroups and OrderedSequenceBarrier<2, N>: 16 bytes more each per warpgroup,
+    while Q (BlockQO x HeadDim) and the K/V stages do not depend on N."""
+    two = fa((192, 128, 64), warpgroups=2)  # illegal tile, but the storage arithmetic still applies
+    three = fa((192, 128, 64), warpgroups=3)
+    assert three.smem_bytes() >= two.smem_bytes()
+    assert three.mma_warpgroups == 3 and three.rows_per_wg == 64 and two.rows_per_wg == 96
+
+
+@pytest.mark.parametrize("kernel", ["fa_prefill", "fa_decode"])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_enumeration_holds_only_legal_configs_and_renders_them(kernel: str, head_dim: int) -> None:
+    plugin = FmhaKernel(kernel)
+    dims = {"batch": 2, "num_heads_q": 16, "num_heads_kv": 4, "head_dim": head_dim}
+    dims.update({"seq_qo": 1024} if kernel == "fa_prefill" else {"seq_kv": 4096})
+    problem = plugin.validate_problem(dims, "bf16", "w")
+    space = list(SM90.enumerate(kernel, "bf16", problem))
+    assert space and len(set(space)) == len(space)
+    for cfg in space:
+        assert SM90.check(cfg, problem).valid, cfg.label()
+        src = next(iter(plugin.render(cfg.as_dict(), problem, "sm90").sources.values()))
+        wg = f"Option<Tag::kNumMmaWarpGroups, Int<{cfg.warpgroups}>>"
+        bps = f"Option<Tag::kBlocksPerSM, Int<{cfg.blocks_per_sm}>>"
+        assert (wg in src) is bool(cfg.warpgroups) and (bps in src) is bool(cfg.blocks_per_sm), cfg.label()
+        for neighbour in SM90.neighbours(cfg):
+            assert SM90.check(neighbour).valid, (cfg.label(), neighbour.label())
+    labels = {c.label() for c in space}
+    if head_dim == 64:
+        assert {"192x128x64_coop_wg3", "64x128x64_tma_b3"} <= labels, sorted(labels)
+    assert not any(c.schedule == "tma" and c.warpgroups for c in space)
+    assert not any(c.schedule != "tma" and c.blocks_per_sm for c in space)
+
+
+def test_unset_knobs_keep_the_recorded_config_keys_and_sources() -> None:
+    """Configs without the new knobs serialize and render as before, so store and build-cache keys of
+    recorded runs stay valid."""
+    cfg = fa((128, 64, 64))
+    assert set(cfg.as_dict()) == {"kernel", "dtype", "tile", "schedule", "stages"}
+    assert normalize_fmha_config(cfg.as_dict(), 64) == {
+        "tile": [128, 64, 64],
+        "schedule": "cooperative",
+        "stages": 0,
+    }
+    assert fa((192, 128, 64), warpgroups=3).label() == "192x128x64_coop_wg3"
+    assert fa((64, 128, 64), "tma", blocks_per_sm=3).label() == "64x128x64_tma_b3"
+
+
+@pytest.mark.parametrize(
+    ("cfg", "words"),
+    [
+        ({"tile": [64, 128, 64], "schedule": "tma", "warpgroups": 3}, "cooperative and pingpong"),
+        ({"tile": [128, 128, 64], "warpgroups": 3}, "multiple of 64 x warpgroups"),
+        ({"tile": [128, 128, 64], "warpgroups": 7}, "take"),
+        ({"tile": [128, 128, 64], "blocks_per_sm": 3}, "tma schedule"),
+    ],
+)
+def test_plugin_refuses_knobs_the_kernel_does_not_read(cfg, words) -> None:
+    with pytest.raises(ValueError, match=words):
+        normalize_fmha_config(cfg, 64)
+
+
+def _recorded() -> list[tuple[str, str, dict, list[tuple[object, float]]]]:
+    doc = json.loads((REPO / "tests" / "data" / "records" / "cuda_kinds_h200.json").read_text())
+    out = []
+    for kind in ("fa_prefill", "fa_decode"):
+        for name, w in doc["results"][kind].items():
+            ok = [
+                (SM90.parse_config({**c["config"], "kernel": kind}), c["time_ms"]["median"])
+                for c in w["configs"]
+                if c["status"] == "ok"
+            ]
+            out.append((kind, name, w["problem"], ok))
+    return out
+
+
+def test_cost_model_orders_every_clearly_separated_recorded_pair() -> None:
+    """Every pair of recorded configs of one workload whose H200 times differ by more than 10 % is
+    ordered the same way by the cost model, and each estimate is within 25 % of its measurement."""
+    pairs = 0
+    for _kind, name, problem, ok in _recorded():
+        assert len(ok) >= 2, name
+        for cfg, ms in ok:
+            est = SM90.estimate_time_s(cfg, problem) * 1e3
+            assert 0.8 < est / ms < 1.25, (name, cfg.label(), est, ms)
+        for (a, ta), (b, tb) in itertools.combinations(ok, 2):
+            if max(ta, tb) / min(ta, tb) < 1.10:
+                continue
+            ea, eb = SM90.estimate_time_s(a, problem), SM90.estimate_time_s(b, problem)
+            assert (ea < eb) == (ta < tb), (name, a.label(), ta, ea, b.label(), tb, eb)
+            pairs += 1
+    assert pairs >= 6
+
+
+def test_model_ranks_the_new_head_dim_64_families_among_its_first_proposals() -> None:
+    """With a budget of eight the model must reach the three-warpgroup and three-blocks-per-SM families
+    on the head-dim-64 prefill (what the H200 run then measures), and the measured best of the recorded
+    run (64x128x64 tma) must stay among them."""
+    ranked = sorted(
+        SM90.enumerate("fa_prefill", "bf16", PREFILL_D64), key=lambda c: SM90.estimate_time_s(c, PREFILL_D64)
+    )
+    top = [c.label() for c in ranked[:7]]
+    assert "64x128x64_tma" in top and "64x128x64_tma_b3" in top, top
+    assert any(c.warpgroups == 3 for c in ranked[:7]), top
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q"]))
