@@ -111,7 +111,7 @@ def run_batch(
                     f"{w.source or w.name}: the legal space is empty (after the space filter)", field="space"
                 )
             if w.proposer not in ("llm", "hybrid"):
-                make_proposer(w.proposer, space, w.seed, device=device)
+                make_proposer(w.proposer, space, w.seed, device=device, **w.proposer_options)
     from kernelpilot.tile_tuner.scaleout import make_executor
 
     executor = make_executor(options, groups)  # in-process, --gpus pool or --cluster (Dask); validates flags

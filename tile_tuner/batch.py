@@ -7,7 +7,8 @@ Native schema (validated with pydantic, unknown keys are errors)::
       kernel: gemm               # gemm | grouped_gemm | moe_gemm | fa_prefill | fa_decode
       dtype: bf16
       layout: rr                 # merged into dims for GEMM-like kernels
-      proposer: model            # model | exhaustive | random | bayes | llm | hybrid
+      proposer: model            # model | exhaustive | random | bayes | llm | hybrid | a registered one
+      proposer_options: {}       # the proposer's own options, e.g. bayes {startup: 8}
       budget_configs: 16         # compile configs measured per workload, the default included
       patience: null             # stop after this many configs without a 0.5 % gain
       seed: 0
@@ -37,12 +38,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kernelpilot.errors import InputError
 from kernelpilot.tile_tuner.proposers import PROPOSERS
+from kernelpilot.tile_tuner.proposers.registry import check_options
 from kernelpilot.tile_tuner.workload import Workload
 
 XEFORGE_PROPOSALS_PER_ROUND = 5
 KERNELS = ("gemm", "grouped_gemm", "moe_gemm", "fa_prefill", "fa_decode")
 XEFORGE_MODES = {"gemm": "gemm", "fa": "fa", "fa2": "fa", "moe": "moe_gemm", "grouped_gemm": "grouped_gemm"}
-ProposerName = Literal["model", "exhaustive", "random", "bayes", "llm", "hybrid"]
 KernelName = Literal["gemm", "grouped_gemm", "moe_gemm", "fa_prefill", "fa_decode"]
 
 
@@ -51,7 +52,8 @@ class Settings(BaseModel):
     kernel: KernelName | None = None
     dtype: str | None = None
     layout: str | None = None
-    proposer: ProposerName | None = None
+    proposer: str | None = None  # a registered proposer (checked against the registry when merged)
+    proposer_options: dict[str, Any] | None = None  # checked by the proposer's options model
     budget_configs: int | None = Field(None, ge=1, le=100000)
     patience: int | None = Field(None, ge=1)
     seed: int | None = Field(None, ge=0, le=2**32 - 1)  # numpy and optuna seeds are 32-bit
@@ -95,6 +97,7 @@ BUILTIN_DEFAULTS = {
     "dtype": "bf16",
     "layout": None,
     "proposer": "model",
+    "proposer_options": None,
     "budget_configs": 16,
     "patience": None,
     "seed": 0,
@@ -211,6 +214,9 @@ def _workload(name: str, dims: dict[str, Any], merged: dict[str, Any], target: s
         raise InputError(
             f"{where}: proposer {merged['proposer']!r} not in {', '.join(PROPOSERS)}", field="proposer"
         )
+    options = merged.get("proposer_options") or {}
+    if options:
+        check_options(merged["proposer"], options, where)
     return Workload(
         name=name,
         kernel=merged["kernel"],
@@ -218,6 +224,7 @@ def _workload(name: str, dims: dict[str, Any], merged: dict[str, Any], target: s
         dims=dims,
         target=target,
         proposer=merged["proposer"],
+        proposer_options=dict(options),
         budget_configs=int(merged["budget_configs"]),
         patience=merged.get("patience"),
         space_filter=merged.get("space"),

@@ -85,7 +85,8 @@ class TuneEngine:
             w.space_filter,
             self.options.streamk_twins,
         )
-        proposer = make_proposer(w.proposer, space, w.seed, device=self.device, **self.proposer_options)
+        options = {**self.proposer_options, **w.proposer_options}  # the workload's win
+        proposer = make_proposer(w.proposer, space, w.seed, device=self.device, **options)
         state = WorkloadState(workload=w, problem=problem, space=space, proposer=proposer, kernel=self.kernel)
         default = space.default()
         state.default_cfg = default

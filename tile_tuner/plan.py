@@ -35,7 +35,7 @@ def dry_run(groups: list[Any], options: Any, device: Any) -> dict[str, Any]:
             history = History()
             history.pending.add(config_key(default))
             proposer = (
-                make_proposer(w.proposer, space, w.seed, device=device)
+                make_proposer(w.proposer, space, w.seed, device=device, **w.proposer_options)
                 if w.proposer not in ("llm", "hybrid")
                 else None
             )

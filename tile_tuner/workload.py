@@ -33,6 +33,7 @@ class Workload:
     dims: dict[str, Any]
     target: str
     proposer: str = "model"
+    proposer_options: dict[str, Any] = field(default_factory=dict)  # validated by the proposer's Options
     budget_configs: int = 16
     patience: int | None = None
     space_filter: dict[str, list[Any]] | None = None

@@ -33,6 +33,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--layout", help="GEMM layout: rr (x @ W, default) or rc")
     parser.add_argument("--proposer", choices=PROPOSERS, help="search strategy (default: model)")
     parser.add_argument(
+        "--proposer-options",
+        help="JSON object of the proposer's options, e.g. '{\"startup\": 8}' for bayes (overrides the YAML)",
+    )
+    parser.add_argument(
         "--budget-configs", type=int, help="compile configs measured per workload (default 16)"
     )
     parser.add_argument("--budget-minutes", type=float, help="wall-clock budget for the whole run")
@@ -108,11 +112,23 @@ def _workloads(args: argparse.Namespace) -> tuple[str, list[Any], dict[str, Any]
             raise InputError(
                 "must be a JSON object of field -> list of allowed values", field="--space-filter"
             )
+    proposer_options = None
+    if args.proposer_options:
+        try:
+            proposer_options = json.loads(args.proposer_options)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not JSON: {exc}", field="--proposer-options") from exc
+        if not isinstance(proposer_options, dict):
+            raise InputError(
+                "must be a JSON object of option -> value, e.g. '{\"startup\": 8}'",
+                field="--proposer-options",
+            )
     overrides = {
         "kernel": args.kernel,
         "dtype": args.dtype,
         "layout": args.layout,
         "proposer": args.proposer,
+        "proposer_options": proposer_options,
         "budget_configs": args.budget_configs,
         "patience": args.patience,
         "seed": args.seed,

@@ -16,8 +16,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import Field
+
 from kernelpilot.hw_models.axes import axis_values
-from kernelpilot.tile_tuner.proposers.base import History, Proposer
+from kernelpilot.tile_tuner.proposers.base import History, Proposer, ProposerOptions
 from kernelpilot.tile_tuner.space import SearchSpace, config_key
 
 
@@ -83,11 +85,17 @@ def dimensions(space: SearchSpace) -> tuple[dict[str, Dimension], dict[str, dict
     return dims, encoded
 
 
+class BayesOptions(ProposerOptions):
+    startup: int = Field(4, ge=1, description="random proposals before TPE models the measurements")
+
+
 class BayesProposer(Proposer):
     name = "bayes"
+    Options = BayesOptions
+    options: BayesOptions
 
-    def __init__(self, space, seed: int = 0, **options: Any) -> None:
-        super().__init__(space, seed, **options)
+    def __init__(self, space: SearchSpace, seed: int = 0, *, device: Any = None, **options: Any) -> None:
+        super().__init__(space, seed, device=device, **options)
         import optuna  # lazy: optional at CLI start-up
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -102,7 +110,7 @@ class BayesProposer(Proposer):
             else:
                 self._dists[k] = optuna.distributions.IntDistribution(dim.levels[0], dim.levels[-1])
         sampler = optuna.samplers.TPESampler(
-            seed=seed, n_startup_trials=int(options.get("startup", 4)), multivariate=True, constant_liar=True
+            seed=seed, n_startup_trials=self.options.startup, multivariate=True, constant_liar=True
         )
         self._study = optuna.create_study(direction="minimize", sampler=sampler)
         self._told: set[str] = set()

@@ -72,15 +72,17 @@ log = logging.getLogger(__name__)
 class LLMProposer(Proposer):
     name = "llm"
 
-    def __init__(self, space, seed: int = 0, **options: Any) -> None:
-        super().__init__(space, seed, **options)
-        self.client = options.get("client")
+    def __init__(
+        self, space: Any, seed: int = 0, *, device: Any = None, client: Any = None, **options: Any
+    ) -> None:
+        """``client``: the chat client (an ``LLMClient`` from the settings when None; tests pass a fake)."""
+        super().__init__(space, seed, device=device, **options)
+        self.client = client
         if self.client is None:
             from kernelpilot.llm.client import LLMClient
             from kernelpilot.settings import load_settings
 
             self.client = LLMClient(load_settings())
-        self.device = options.get("device")
 
     def _propose(self, n: int, history: History) -> list[Any]:
         from kernelpilot.llm.structured import extract_json
@@ -119,10 +121,12 @@ class HybridProposer(Proposer):
 
     name = "hybrid"
 
-    def __init__(self, space, seed: int = 0, **options: Any) -> None:
-        super().__init__(space, seed, **options)
-        self._llm = LLMProposer(space, seed, **options)
-        self._model = ModelProposer(space, seed, **options)
+    def __init__(
+        self, space: Any, seed: int = 0, *, device: Any = None, client: Any = None, **options: Any
+    ) -> None:
+        super().__init__(space, seed, device=device, **options)
+        self._llm = LLMProposer(space, seed, device=device, client=client)
+        self._model = ModelProposer(space, seed, device=device)
         self._seeded = False
         self.llm_error: str | None = None  # why the LLM seeding failed, if it did
 

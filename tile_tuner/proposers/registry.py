@@ -43,3 +43,12 @@ def proposer_class(name: str) -> Any:
         raise InputError(f"unknown proposer {name!r}; allowed: {', '.join(known)}", field="proposer")
     module, _, attr = known[name].partition(":")
     return getattr(importlib.import_module(module), attr)
+
+
+def check_options(name: str, options: dict[str, Any], where: str = "") -> Any:
+    """``options`` validated by proposer ``name``'s options model (``Proposer.Options``), so bad options
+    fail when the batch is read, before anything is built; an :class:`InputError` names the option and
+    what is allowed."""
+    from kernelpilot.tile_tuner.proposers.base import parse_options
+
+    return parse_options(name, proposer_class(name).Options, options, where)

@@ -6,7 +6,7 @@ import random
 from typing import Any
 
 from kernelpilot.tile_tuner.proposers.base import History, Proposer
-from kernelpilot.tile_tuner.space import config_key
+from kernelpilot.tile_tuner.space import SearchSpace, config_key
 
 
 class ExhaustiveProposer(Proposer):
@@ -30,8 +30,8 @@ class RandomProposer(Proposer):
     name = "random"
     speculative = True
 
-    def __init__(self, space, seed: int = 0, **options: Any) -> None:
-        super().__init__(space, seed, **options)
+    def __init__(self, space: SearchSpace, seed: int = 0, *, device: Any = None, **options: Any) -> None:
+        super().__init__(space, seed, device=device, **options)
         self._order = list(space.configs)
         random.Random(seed).shuffle(self._order)
 
