@@ -28,6 +28,7 @@ import csv
 import io
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -285,6 +286,10 @@ def main() -> int:
                                              "agrees_within_3pct": (abs(b / a - 1.0) <= TOLERANCE) if (a and b) else None}  # fmt: skip
     rec["checks"] = checks
     rec["wall_s"] = round(time.time() - t0, 1)
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU seconds of this check and of everything it ran (programs, worker, ncu): what it can have taken
+    # from work running beside it (e.g. a cold run's compiles)
+    rec["cpu_s"] = round(me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, 1)
     (out / "crosscheck.json").write_text(json.dumps(rec, indent=1, default=str))
     print(json.dumps({"run": {k: v for k, v in run.items() if k != "calls"}, "vs_vendor": ratios, "checks": checks},
                      indent=1, default=str))  # fmt: skip
