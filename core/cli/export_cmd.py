@@ -1,5 +1,5 @@
 """Export tuned kernels as a library: sm90 -> a CMake project with PyTorch operators
-(torch.ops.NAME.gemm) and a C++ dispatch header; Intel Xe -> a dispatch header, a CMake target against
+(torch.ops.NAME.gemm, grouped_mm, moe_gemm, attention for the kinds tuned) and C++ dispatch headers; Intel Xe -> a dispatch header, a CMake target against
 sycl-tla and tile_shapes.json.  Shapes that were not tuned follow --fallback."""
 
 from __future__ import annotations
@@ -62,5 +62,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     if res.target == "sm90":
         print(f"build: pip install {res.out}")
-        print(f"call:  import {args.name}; torch.ops.{args.name}.gemm(a, b)")
+        print(
+            f"call:  import {args.name}; torch.ops.{args.name}.gemm(a, b)  (and the other ops in dispatch.json)"
+        )
     return 0

@@ -1,7 +1,8 @@
 """``kernelpilot export``: turn tuning runs into a library a model can call.
 
 Inputs are run documents (``run.json``) or a results store plus a target; the output is one folder:
-for sm90 a CMake project of the tuned CUTLASS kernels with PyTorch operators (``torch.ops.NAME.gemm``),
+for sm90 a CMake project of the tuned CUTLASS kernels with PyTorch operators (``torch.ops.NAME.gemm``,
+``grouped_mm``, ``moe_gemm``, ``attention`` for the kinds present),
 a plain C++ dispatch header and ``dispatch.json``; for Intel Xe targets the dispatch as a C++ header,
 a CMake target against sycl-tla and ``tile_shapes.json``.  The folder depends on PyTorch (and the
 vendor headers), never on kernelpilot: what kernelpilot knows (which config is legal for which
@@ -93,6 +94,7 @@ def export(
     model = get_target_model(source.target)
     files: list[str] = []
     notes: list[str] = []
+    all_rows: list[Any] = []  # every exported row of every kind (the GEMM table for Xe)
     if model.family == "xe":
         from kernelpilot.export import xe_project
 
@@ -103,11 +105,32 @@ def export(
             files.extend(xe_project.write_project(tmp, table, doc, name=name))
 
     elif model.family == "sm90":
-        from kernelpilot.export import cuda_project
+        import dataclasses
 
-        table = build_table(source, fallback, model)
+        from kernelpilot.export import attention_ops, cuda_project, grouped_ops
+
+        by_kind = {kinds: [e for e in source.entries if e.kind in kinds]
+                   for kinds in (grouped_ops.KINDS, attention_ops.KINDS)}  # fmt: skip
+        rest = [e for e in source.entries if e.kind not in (*grouped_ops.KINDS, *attention_ops.KINDS)]
+        table = build_table(dataclasses.replace(source, entries=rest), fallback, model)
         cuda_project.check_kinds(table)
+        grouped = grouped_ops.build(by_kind[grouped_ops.KINDS], model)
+        attention = attention_ops.build(by_kind[attention_ops.KINDS], model)
+        all_rows.extend([*table.rows, *grouped.rows, *attention.rows])
+        for s in grouped.skipped:
+            notes.append(f"not exported: {s['workload']} ({s['kind']}): {s['reason']}")
+        if not all_rows:
+            raise InputError(
+                "nothing exportable: every tuned problem was left out (see the notes)", field="workloads"
+            )
         doc = dispatch_document(table, source, name)
+        doc["ops"] = sorted(
+            ({"gemm"} if table.rows else set())
+            | {r.op for r in grouped.rows}
+            | ({"attention"} if attention.rows else set())
+        )
+        doc["grouped"] = grouped_ops.document(grouped)
+        doc["attention"] = attention_ops.document(attention)
         doc["exported_by"] = f"kernelpilot {__version__}"
 
         def fill(tmp: Path) -> None:
@@ -120,6 +143,8 @@ def export(
                     version=__version__,
                     cutlass=bundle_cutlass,
                     cutlass_dir=cutlass_dir,
+                    grouped=grouped,
+                    attention=attention,
                 )  # fmt: skip
             )
 
@@ -128,12 +153,17 @@ def export(
             f"target {source.target!r} cannot be exported; exportable: {', '.join(exportable_targets())}",
             field="target",
         )
-    if all(r.entry.time_source == "search" for r in table.rows):
+    if model.family == "xe":
+        all_rows = list(table.rows)
+    if all(r.entry.time_source == "search" for r in all_rows):
         notes.append(
             "times are search-time medians: no input confirmed its winners against the vendor library"
         )
+    kernel_count = len(table.kernels)
+    if model.family == "sm90":
+        kernel_count += len(grouped.kernels) + len(attention.kernels)
     written = write_atomically(out, fill, force=force)
     return ExportResult(
-        out=written, target=source.target, files=files, kernels=len(table.kernels), entries=len(table.rows),
+        out=written, target=source.target, files=files, kernels=kernel_count, entries=len(all_rows),
         notes=notes,
     )  # fmt: skip

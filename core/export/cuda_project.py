@@ -21,13 +21,14 @@ from typing import Any
 from kernelpilot.errors import InputError, ToolMissingError
 from kernelpilot.export.dispatch import Table
 
-EXPORTABLE_KINDS = ("gemm",)  # sm90 kinds with an exported operator
+EXPORTABLE_KINDS = ("gemm", "grouped_gemm", "moe_gemm", "fa_prefill", "fa_decode")  # with an operator
 
 
 def check_kinds(table: Table) -> None:
-    """Kinds without an exported operator are an input error naming the workloads (never dropped silently)."""
+    """Kinds without an exported operator are an input error naming the workloads (never dropped silently);
+    ``table`` holds the GEMM rows (the other kinds have their own tables)."""
     other = sorted({(r.entry.kind, str(r.entry.origin.get("workload") or r.entry.dims)) for r in table.rows
-                    if r.entry.kind not in EXPORTABLE_KINDS})  # fmt: skip
+                    if r.entry.kind != "gemm"})  # fmt: skip
     if other:
         names = ", ".join(f"{w} ({k})" for k, w in other[:6])
         raise InputError(
@@ -56,8 +57,9 @@ def render_kernel(kernel: Any, name: str) -> str:
     return tpl.render(**ctx, name=name, symbol=kernel.symbol, label=kernel.label)
 
 
-def bundle_cutlass(dest: Path, cutlass_dir: str | None) -> str:
-    """Copy CUTLASS's include/ and tools/util/include/ into ``dest``; returns the version."""
+def bundle_cutlass(dest: Path, cutlass_dir: str | None, fmha: bool = False) -> str:
+    """Copy CUTLASS's include/ and tools/util/include/ (and, for attention kernels, the Hopper FMHA
+    collective of examples/88_hopper_fmha) into ``dest``; returns the version."""
     from kernelpilot import toolchain
 
     tree = toolchain.find_headers("cutlass", cutlass_dir)
@@ -71,7 +73,37 @@ def bundle_cutlass(dest: Path, cutlass_dir: str | None) -> str:
     util = tree.include.parent / "tools" / "util" / "include"
     if util.is_dir():
         shutil.copytree(util, dest / "tools" / "util" / "include", ignore=ignore)
+    if fmha:
+        from kernelpilot.dsl_plugins.cuda.fmha import fmha_include_dir
+
+        (folder,) = fmha_include_dir(cutlass_dir)
+        for sub in ("collective", "device", "kernel"):
+            shutil.copytree(folder / sub, dest / FMHA_INCLUDE / sub, ignore=ignore)
     return tree.version
+
+
+FMHA_INCLUDE = "examples/88_hopper_fmha"  # under the CUTLASS tree, as in a checkout
+
+
+def kind_parts(grouped: Any, attention: Any, name: str) -> list[dict[str, Any]]:
+    """The CMake and Python pieces of the kinds other than GEMM present in the export."""
+    from kernelpilot.dsl_plugins.cuda.grouped_gemm import NVCC_FLAGS as GROUPED_FLAGS
+
+    # the grouped and FMHA programs' flags (fmha builds with the grouped recipe), less the register report
+    flags = [f for f in GROUPED_FLAGS if not f.startswith("-Xptxas") and f != "-v"]
+    parts = []
+    if grouped is not None and grouped.kernels:
+        parts.append({"key": "grouped", "title": "grouped GEMM", "ops": "grouped_mm, moe_gemm",
+                      "sources": [f"csrc/grouped/{k.symbol}.cu" for k in grouped.kernels] + ["csrc/grouped_table.cu"],
+                      "extra_includes": [], "nvcc_flags": flags, "op_source": "csrc/grouped_ops.cpp",
+                      "python": "export/cuda/grouped_py.j2"})  # fmt: skip
+    if attention is not None and attention.kernels:
+        parts.append({"key": "attention", "title": "attention (Hopper FMHA)", "ops": "attention",
+                      "sources": [f"csrc/attention/{k.symbol}.cu" for k in attention.kernels]
+                      + ["csrc/attention_table.cu"],
+                      "extra_includes": [FMHA_INCLUDE], "nvcc_flags": flags, "op_source": "csrc/attention_ops.cpp",
+                      "python": "export/cuda/attention_py.j2"})  # fmt: skip
+    return parts
 
 
 def write_project(
@@ -83,12 +115,17 @@ def write_project(
     version: str,
     cutlass: bool,
     cutlass_dir: str | None,
+    grouped: Any = None,
+    attention: Any = None,
 ) -> list[str]:
-    """Render every file of the project into ``out`` (an empty folder); returns their relative paths."""
+    """Render every file of the project into ``out`` (an empty folder); returns their relative paths.
+    ``table`` holds the GEMM rows; ``grouped`` and ``attention`` the other kinds' tables (or None)."""
     from kernelpilot.dsl_plugins.cuda.gemm import NVCC_FLAGS
+    from kernelpilot.export import attention_ops, grouped_ops
 
     check_kinds(table)
     env = _env()
+    parts = kind_parts(grouped, attention, name)
     ctx = {
         "name": name,
         "target": table.target,
@@ -100,12 +137,15 @@ def write_project(
         "description": f"CUTLASS sm90a kernels tuned by kernelpilot ({len(table.rows)} shapes)",
         # the tuning program's flags, less the register report
         "nvcc_flags": [f for f in NVCC_FLAGS if not f.startswith("-Xptxas")],
+        "cmake_parts": [f"cmake/{p['key']}.cmake" for p in parts],
+        "python_parts": [p["python"] for p in parts],
     }
     files: dict[str, str] = {
         "CMakeLists.txt": "CMakeLists.txt.j2",
         "build_backend.py": "build_backend.py.j2",
         "pyproject.toml": "pyproject.toml.j2",
         f"include/{name}/dispatch.h": "dispatch.h.j2",
+        f"include/{name}/policy.h": "policy.h.j2",
         f"include/{name}/kernels.h": "kernels.h.j2",
         "csrc/kernels_table.cu": "kernels_table.cu.j2",
         "csrc/ops.cpp": "ops.cpp.j2",
@@ -123,8 +163,21 @@ def write_project(
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_text(render_kernel(k, name))
         written.append(rel)
+    for part in parts:
+        rel = f"cmake/{part['key']}.cmake"
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(env.get_template("export/cuda/kind.cmake.j2").render(name=name, part=part))
+        written.append(rel)
+    if grouped is not None and grouped.kernels:
+        written += grouped_ops.write(out, grouped, ctx, env, name)
+    if attention is not None and attention.kernels:
+        written += attention_ops.write(out, attention, ctx, env, name)
     if cutlass:
-        doc["cutlass"] = bundle_cutlass(out / "third_party" / "cutlass", cutlass_dir)
+        doc["cutlass"] = bundle_cutlass(
+            out / "third_party" / "cutlass",
+            cutlass_dir,
+            fmha=attention is not None and bool(attention.kernels),
+        )
     text = json.dumps(doc, indent=1)
     (out / "dispatch.json").write_text(text)
     (out / "python" / name / "dispatch.json").write_text(text)

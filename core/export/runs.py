@@ -37,7 +37,7 @@ class TunedEntry:
     kind: str
     dtype: str
     layout: str
-    dims: dict[str, int]  # shape only (M, N, K for gemm)
+    dims: dict[str, Any]  # shape only: M, N, K for gemm; the tuner's normalized problem for other kinds
     config: dict[str, Any]
     label: str
     runtime: dict[str, Any]
@@ -52,8 +52,12 @@ class TunedEntry:
     def model_dtype(self) -> Any:
         return self.dtype if self.raw_dtype is None else self.raw_dtype
 
-    def shape_key(self) -> tuple[str, str, str, tuple[tuple[str, int], ...]]:
-        return (self.kind, self.dtype, self.layout, tuple(sorted(self.dims.items())))
+    def shape_key(self) -> tuple[str, str, str, Any]:
+        """Identity and order of a tuned shape: integer dims sort numerically, other kinds' problems by
+        their JSON text (entries of one kind always have the same form)."""
+        if all(isinstance(v, int) for v in self.dims.values()):
+            return (self.kind, self.dtype, self.layout, tuple(sorted(self.dims.items())))
+        return (self.kind, self.dtype, self.layout, json.dumps(self.dims, sort_keys=True))
 
 
 @dataclass
@@ -99,6 +103,26 @@ def dtype_name(dtype: Any) -> str:
     return str(dtype)
 
 
+# kinds whose run documents carry no layout: grouped kernels read B column-major, attention is BHSD
+DEFAULT_LAYOUT = {"grouped_gemm": "rc", "moe_gemm": "rc", "fa_prefill": "bhsd", "fa_decode": "bhsd"}
+
+
+def dims_of(wl: dict[str, Any], path: Path, i: int) -> dict[str, Any]:
+    """A workload's shape: integer M, N, K for gemm; the tuner's normalized problem (groups, heads,
+    lengths, causal ...) for the other kinds, as JSON values."""
+    raw = wl.get("dims")
+    if not isinstance(raw, dict):
+        raise InputError("workload without a dims mapping", file=str(path), field=f"workloads[{i}].dims")
+    if wl.get("kernel", "gemm") != "gemm":
+        return {k: v for k, v in raw.items() if k not in ("layout", "dtype")}
+    try:
+        return {k: int(v) for k, v in raw.items() if k != "layout"}
+    except (TypeError, ValueError) as exc:
+        raise InputError(
+            f"gemm dims must be integers: {exc}", file=str(path), field=f"workloads[{i}].dims"
+        ) from exc
+
+
 def load_run(path: Path) -> ExportSource:
     """Tuned entries of one ``run.json``; a file that is not a finished run with an ``ok`` result is an
     :class:`InputError` naming the file and field."""
@@ -130,14 +154,14 @@ def load_run(path: Path) -> ExportSource:
                 file=str(path),
                 field=f"workloads[{i}].target",
             )
-        dims = {k: int(v) for k, v in wl["dims"].items() if k != "layout"}
+        dims = dims_of(wl, path, i)
         conf, vendor, ratio = _confirmed(wl, best)
         entries.append(
             TunedEntry(
                 kind=str(wl["kernel"]),
                 dtype=dtype_name(wl["dtype"]),
                 raw_dtype=wl["dtype"],
-                layout=str(wl["dims"].get("layout", "rr")),
+                layout=str(wl["dims"].get("layout", DEFAULT_LAYOUT.get(str(wl["kernel"]), "rr"))),
                 dims=dims,
                 config={k: v for k, v in best["config"].items() if k not in ("kernel", "dtype")},
                 label=str(best.get("label", "")),

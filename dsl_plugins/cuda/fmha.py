@@ -19,7 +19,6 @@ the program runs as MHA over num_heads_q heads with K/V expanded (same FLOPs, mo
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -186,12 +185,8 @@ def fa_flops(problem: dict[str, Any]) -> float:
     return f * (0.5 if problem["causal"] else 1.0)
 
 
-def render_fmha_program(kind: str, cfg: dict[str, Any], problem: dict[str, Any]) -> RenderedProgram:
-    import jinja2
-
-    dtype = problem.get("dtype", "bf16")
-    text = resources.files("kernelpilot.cpp_templates").joinpath("cuda/fmha_sm90.cu.j2").read_text()
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+def kernel_context(cfg: dict[str, Any], dtype: str, causal: bool) -> dict[str, Any]:
+    """The names ``cuda/fmha_sm90_kernel.j2`` renders one config from (benchmark and export)."""
     options = []
     if cfg["stages"]:
         options.append(f"Option<Tag::kStagesKV, Int<{cfg['stages']}>>")
@@ -199,22 +194,35 @@ def render_fmha_program(kind: str, cfg: dict[str, Any], problem: dict[str, Any])
         options.append(f"Option<Tag::kNumMmaWarpGroups, Int<{cfg['warpgroups']}>>")
     if cfg.get("blocks_per_sm"):
         options.append(f"Option<Tag::kBlocksPerSM, Int<{cfg['blocks_per_sm']}>>")
+    return {
+        "head_dim": cfg["tile"][2],
+        "causal": "true" if causal else "false",
+        "cutlass_dtype": DTYPES[dtype],
+        "dtype": dtype,
+        "tile_q": cfg["tile"][0],
+        "tile_kv": cfg["tile"][1],
+        "schedule_type": SCHEDULE_TYPES[cfg["schedule"]],
+        "options": options,
+    }
+
+
+def render_fmha_program(kind: str, cfg: dict[str, Any], problem: dict[str, Any]) -> RenderedProgram:
+    from kernelpilot.dsl_plugins.cuda.gemm import template_env
+
+    dtype = problem.get("dtype", "bf16")
     atol, rtol = TOL[dtype]
     public = {**cfg, "dtype": dtype, "causal": problem["causal"]}
-    source = env.from_string(text).render(
-        template_version=TEMPLATE_VERSION,
-        kernel_kind=kind,
-        config_json=c_string(json.dumps(public, separators=(",", ":"))),
-        head_dim=cfg["tile"][2],
-        causal="true" if problem["causal"] else "false",
-        atol=atol,
-        rtol=rtol,
-        cutlass_dtype=DTYPES[dtype],
-        dtype=dtype,
-        tile_q=cfg["tile"][0],
-        tile_kv=cfg["tile"][1],
-        schedule_type=SCHEDULE_TYPES[cfg["schedule"]],
-        options=options,
+    source = (
+        template_env()
+        .get_template("cuda/fmha_sm90.cu.j2")
+        .render(
+            template_version=TEMPLATE_VERSION,
+            kernel_kind=kind,
+            config_json=c_string(json.dumps(public, separators=(",", ":"))),
+            atol=atol,
+            rtol=rtol,
+            **kernel_context(cfg, dtype, bool(problem["causal"])),
+        )
     )
     mask = "causal" if problem["causal"] else "nomask"
     name = f"{kind}_{dtype}_{mask}_{fmha_label(cfg)}"

@@ -23,7 +23,6 @@ import json
 import math
 import random
 from collections.abc import Iterable
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -349,34 +348,41 @@ def cuda_build_recipe(
     )
 
 
-def render_grouped_program(kind: str, cfg: dict[str, Any], dtype: str) -> RenderedProgram:
-    import jinja2
-
-    text = resources.files("kernelpilot.cpp_templates").joinpath("cuda/grouped_gemm_sm90.cu.j2").read_text()
-    env = jinja2.Environment(
-        undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True
-    )
+def kernel_context(cfg: dict[str, Any], dtype: str) -> dict[str, Any]:
+    """The names ``cuda/grouped_gemm_sm90_kernel.j2`` renders one config from (benchmark and export)."""
     kernel_schedule, tma_epilogue = SCHEDULES[cfg["schedule"]]
     epilogue = (
         tma_epilogue if cfg["epilogue"] == "tma" else "cutlass::epilogue::PtrArrayNoSmemWarpSpecialized"
     )
+    return {
+        "tile_m": cfg["tile"][0],
+        "tile_n": cfg["tile"][1],
+        "tile_k": cfg["tile"][2],
+        "cluster_m": cfg["cluster"][0],
+        "cluster_n": cfg["cluster"][1],
+        "stages": cfg["stages"],
+        "cutlass_dtype": DTYPES[dtype],
+        "dtype": dtype,
+        "kernel_schedule": kernel_schedule,
+        "epilogue_schedule": epilogue,
+        "epilogue": cfg["epilogue"],
+    }
+
+
+def render_grouped_program(kind: str, cfg: dict[str, Any], dtype: str) -> RenderedProgram:
+    from kernelpilot.dsl_plugins.cuda.gemm import template_env
+
     public = {**cfg, "dtype": dtype}
-    source = env.from_string(text).render(
-        template_version=TEMPLATE_VERSION,
-        kernel_kind=kind,
-        config_json=c_string(json.dumps(public, separators=(",", ":"))),
-        tile_m=cfg["tile"][0],
-        tile_n=cfg["tile"][1],
-        tile_k=cfg["tile"][2],
-        cluster_m=cfg["cluster"][0],
-        cluster_n=cfg["cluster"][1],
-        stages=cfg["stages"],
-        cutlass_dtype=DTYPES[dtype],
-        dtype=dtype,
-        rtol=RTOL[dtype],
-        kernel_schedule=kernel_schedule,
-        epilogue_schedule=epilogue,
-        epilogue=cfg["epilogue"],
+    source = (
+        template_env()
+        .get_template("cuda/grouped_gemm_sm90.cu.j2")
+        .render(
+            template_version=TEMPLATE_VERSION,
+            kernel_kind=kind,
+            config_json=c_string(json.dumps(public, separators=(",", ":"))),
+            rtol=RTOL[dtype],
+            **kernel_context(cfg, dtype),
+        )
     )
     name = f"{kind}_{dtype}_{config_label(cfg)}"
     return RenderedProgram(target_name=name, sources={f"{name}.cu": source})

@@ -1,0 +1,179 @@
+"""The attention part of an sm90 export: ``attention(q, k, v, causal)`` over the kinds ``fa_prefill``
+and ``fa_decode`` (CUTLASS's Hopper FMHA, ``cuda/fmha_sm90_kernel.j2``, as tuned).
+
+A kernel is a config compiled for one dtype, head dim and mask (both compile-time in the FMHA), so the
+hardware model allows a kernel for a problem exactly when those match (checked here, at export time,
+through the model's own ``check`` on each tuned problem and recorded in the table); batch, heads and
+lengths are run-time.  Prefill and decode rows dispatch through the one operator.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelpilot.errors import InputError
+from kernelpilot.export.runs import TunedEntry
+
+KINDS = ("fa_prefill", "fa_decode")
+
+
+@dataclass
+class AttentionKernel:
+    index: int
+    dtype: str
+    config: dict[str, Any]  # tile [QO, KV, D], schedule, stages (the tuner's normalized config)
+    causal: bool
+    label: str
+
+    @property
+    def head_dim(self) -> int:
+        return int(self.config["tile"][2])
+
+    @property
+    def symbol(self) -> str:
+        return f"a{self.index:03d}"
+
+
+@dataclass
+class AttentionRow:
+    entry: TunedEntry
+    kernel: AttentionKernel
+    batch: int
+    heads_q: int
+    heads_kv: int
+    seq_q: int
+    seq_kv: int
+    head_dim: int
+    causal: bool
+
+
+@dataclass
+class AttentionTable:
+    kernels: list[AttentionKernel] = field(default_factory=list)
+    rows: list[AttentionRow] = field(default_factory=list)
+
+
+def build(entries: list[TunedEntry], model: Any) -> AttentionTable:
+    """One kernel per (config, dtype, mask) -- the head dim is part of the config's tile -- and one row
+    per tuned problem, each validated by the tuner's dims rules and the hardware model."""
+    from kernelpilot.dsl_plugins.cuda.fmha import (
+        fmha_label,
+        normalize_dtype,
+        normalize_fmha_config,
+        validate_fa_dims,
+    )
+
+    table = AttentionTable()
+    kernels: dict[str, AttentionKernel] = {}
+    for e in entries:
+        where = f"{e.origin.get('run') or e.origin.get('store')}: {e.origin.get('workload') or e.kind}"
+        dims = validate_fa_dims(dict(e.dims), where, decode=e.kind == "fa_decode")
+        dtype = normalize_dtype(e.model_dtype, where)
+        try:
+            cfg = normalize_fmha_config(e.config, dims["head_dim"])
+        except ValueError as exc:
+            raise InputError(f"{where}: {exc}", field="best.config") from exc
+        parsed = model.parse_config({"kernel": e.kind, "dtype": e.model_dtype, **e.config}, where=where)
+        res = model.check(parsed, {**dims, "dtype": e.model_dtype})
+        if not res.valid:
+            raise InputError(
+                f"{where}: the {model.name} model rejects the tuned config for its own problem: "
+                + "; ".join(v.message for v in res.violations),
+                field="best.config",
+            )
+        key = json.dumps([dtype, cfg, dims["causal"]], sort_keys=True)
+        if key not in kernels:
+            mask = "causal" if dims["causal"] else "nomask"
+            kernels[key] = AttentionKernel(index=len(kernels), dtype=dtype, config=cfg, causal=dims["causal"],
+                                           label=f"{fmha_label(cfg)}_{mask}")  # fmt: skip
+        table.rows.append(
+            AttentionRow(
+                entry=e,
+                kernel=kernels[key],
+                batch=dims["batch"],
+                heads_q=dims["num_heads_q"],
+                heads_kv=dims["num_heads_kv"],
+                seq_q=dims["seq_qo"],
+                seq_kv=dims["seq_kv"],
+                head_dim=dims["head_dim"],
+                causal=dims["causal"],
+            )  # fmt: skip
+        )
+    table.kernels = list(kernels.values())
+    return table
+
+
+def render_kernel(kernel: AttentionKernel, name: str, env: Any) -> str:
+    """One kernel's translation unit: the tuner's FMHA types, no benchmark main."""
+    from kernelpilot.dsl_plugins.cuda.fmha import kernel_context
+
+    ctx = kernel_context(kernel.config, kernel.dtype, kernel.causal)
+    tpl = env.get_template("export/cuda/attention_kernel.cu.j2")
+    return tpl.render(**ctx, name=name, symbol=kernel.symbol, label=kernel.label)
+
+
+def document(table: AttentionTable) -> dict[str, Any]:
+    """The attention section of ``dispatch.json``."""
+    return {
+        "kernels": [
+            {
+                "id": k.symbol,
+                "dtype": k.dtype,
+                "label": k.label,
+                "config": k.config,
+                "head_dim": k.head_dim,
+                "causal": k.causal,
+            }  # fmt: skip
+            for k in table.kernels
+        ],
+        "entries": [
+            {
+                "op": "attention",
+                "kind": r.entry.kind,
+                "dtype": r.entry.dtype,
+                "key": {
+                    "batch": r.batch,
+                    "heads_q": r.heads_q,
+                    "heads_kv": r.heads_kv,
+                    "seq_q": r.seq_q,
+                    "seq_kv": r.seq_kv,
+                    "head_dim": r.head_dim,
+                    "causal": r.causal,
+                },  # fmt: skip
+                "kernel": r.kernel.symbol,
+                "label": r.kernel.label,
+                "runtime": r.entry.runtime,
+                "time_ms": r.entry.time_ms,
+                "time_source": r.entry.time_source,
+                "vendor_ms": r.entry.vendor_ms,
+                "vendor_ratio": r.entry.vendor_ratio,
+                "origin": r.entry.origin,
+            }
+            for r in table.rows
+        ],
+    }
+
+
+def write(out: Any, table: AttentionTable, ctx: dict[str, Any], env: Any, name: str) -> list[str]:
+    """Render the attention headers, kernels, table and operator into ``out``; returns relative paths."""
+    files = {
+        f"include/{name}/attention_dispatch.h": "attention_dispatch.h.j2",
+        f"include/{name}/attention.h": "attention.h.j2",
+        "csrc/attention_table.cu": "attention_table.cu.j2",
+        "csrc/attention_ops.cpp": "attention_ops.cpp.j2",
+    }
+    written = []
+    for rel, tpl in files.items():
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tpl_obj = env.get_template(f"export/cuda/{tpl}")
+        path.write_text(tpl_obj.render({**ctx, "kernels": table.kernels, "rows": table.rows}))
+        written.append(rel)
+    for k in table.kernels:
+        rel = f"csrc/attention/{k.symbol}.cu"
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(render_kernel(k, name, env))
+        written.append(rel)
+    return written

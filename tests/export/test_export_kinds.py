@@ -1,0 +1,374 @@
+"""`kernelpilot export` of the grouped GEMM, MoE GEMM and attention kinds, from the recorded H200 run.
+
+The run (benchmarks/results/confirm_h200_run_kinds.json) holds one run document per kind; each is
+written to its own file, as `kernelpilot tune` writes them.  The dispatch headers are compiled with
+the host compiler and asked for tuned, untuned, illegal and other-dtype problems under each fallback;
+the expectations come from the run documents, not from the exporter's code.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+
+RUN = REPO / "benchmarks" / "results" / "confirm_h200_run_kinds.json"
+CUTLASS = REPO / ".deps" / "cutlass"
+GXX = shutil.which("g++")
+NVCC = shutil.which("nvcc")
+
+
+def _runs(tmp: Path) -> list[Path]:
+    doc = json.loads(RUN.read_text())
+    paths = []
+    for kind, run in sorted(doc.items()):
+        path = tmp / f"{kind}.json"
+        path.write_text(json.dumps(run))
+        paths.append(path)
+    return paths
+
+
+def _workloads() -> dict[str, dict]:
+    return {w["name"]: w for run in json.loads(RUN.read_text()).values() for w in run["workloads"]}
+
+
+@pytest.fixture(scope="module")
+def kinds_export(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("kinds")
+    r = run_cli("export", *map(str, _runs(tmp)), "--out", str(tmp / "out"), "--name", "kpk",
+                "--no-bundle-cutlass", "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    (tmp / "out" / "summary.json").write_text(r.stdout)
+    return tmp / "out"
+
+
+def test_every_tuned_problem_is_exported_with_its_run_evidence(kinds_export):
+    doc = json.loads((kinds_export / "dispatch.json").read_text())
+    wls = _workloads()
+    assert doc["ops"] == ["attention", "grouped_mm", "moe_gemm"] and doc["entries"] == []
+    grouped = {e["origin"]["workload"]: e for e in doc["grouped"]["entries"]}
+    attention = {e["origin"]["workload"]: e for e in doc["attention"]["entries"]}
+    # the one grouped problem whose groups differ in (N, K) is reported, not dropped silently
+    uniform = {n for n, w in wls.items() if w["kernel"] in ("grouped_gemm", "moe_gemm")
+               and len({(g[1], g[2]) for g in w["dims"]["groups"]}) == 1}  # fmt: skip
+    mixed = {n for n, w in wls.items() if w["kernel"] == "grouped_gemm"} - uniform
+    assert mixed == {"mixed_mnk_16"} and set(grouped) == uniform
+    assert [s["workload"] for s in doc["grouped"]["skipped"]] == ["mixed_mnk_16"]
+    notes = json.loads((kinds_export / "summary.json").read_text())["notes"]
+    assert any("mixed_mnk_16" in n and "(N, K)" in n for n in notes)
+    assert set(attention) == {n for n, w in wls.items() if w["kernel"].startswith("fa_")}
+    kernels = {k["id"]: k for k in doc["grouped"]["kernels"] + doc["attention"]["kernels"]}
+    for name, e in {**grouped, **attention}.items():
+        w, best = wls[name], wls[name]["best"]
+        cfg = {k: v for k, v in best["config"].items() if k not in ("kernel", "dtype")}
+        assert all(
+            kernels[e["kernel"]]["config"][k] == v
+            for k, v in cfg.items()
+            if k in ("tile", "schedule", "cluster")
+        )
+        assert e["time_ms"] == pytest.approx(best["confirmed_ms"]) and e["time_source"] == "confirmed"
+        assert e["vendor_ratio"] == pytest.approx(w["vs_vendor"])
+        assert e["origin"]["search_time_ms"] == best["search_ms"] and e["kind"] == w["kernel"]
+    for name, e in grouped.items():
+        w = wls[name]
+        groups = w["dims"]["groups"]
+        assert e["op"] == ("moe_gemm" if w["kernel"] == "moe_gemm" else "grouped_mm")
+        assert e["key"] == {
+            "groups": len(groups),
+            "N": groups[0][1],
+            "K": groups[0][2],
+            "M": sum(g[0] for g in groups),
+        }
+        assert e["knobs"] == {
+            "raster": w["best"]["runtime"]["raster"],
+            "swizzle": w["best"]["runtime"]["swizzle"],
+        }
+    for name, e in attention.items():
+        d = wls[name]["dims"]
+        assert e["key"] == {"batch": d["batch"], "heads_q": d["num_heads_q"], "heads_kv": d["num_heads_kv"],
+                            "seq_q": d["seq_qo"], "seq_kv": d["seq_kv"], "head_dim": d["head_dim"],
+                            "causal": d["causal"]}  # fmt: skip
+        k = kernels[e["kernel"]]
+        assert k["head_dim"] == d["head_dim"] and k["causal"] == d["causal"]
+    # one compiled kernel per distinct (config, dtype) -- shared by grouped_mm and moe_gemm -- and per
+    # (config, dtype, mask) for attention; each its own translation unit
+    grouped_cfgs = {
+        json.dumps(wls[n]["best"]["config"]["tile"] + wls[n]["best"]["config"]["cluster"]) for n in grouped
+    }
+    assert len(doc["grouped"]["kernels"]) == len(grouped_cfgs)
+    fa_cfgs = {json.dumps([wls[n]["best"]["config"]["tile"], wls[n]["best"]["config"]["schedule"], wls[n]["dims"]["causal"]])
+               for n in attention}  # fmt: skip
+    assert len(doc["attention"]["kernels"]) == len(fa_cfgs)
+    assert sorted(p.name for p in (kinds_export / "csrc" / "grouped").iterdir()) == [
+        f"{k['id']}.cu" for k in doc["grouped"]["kernels"]
+    ]
+    assert sorted(p.name for p in (kinds_export / "csrc" / "attention").iterdir()) == [
+        f"{k['id']}.cu" for k in doc["attention"]["kernels"]
+    ]
+    assert {json.dumps(k["alignment"]) for k in doc["grouped"]["kernels"]} == {json.dumps({"N": 8, "K": 8})}
+
+
+def test_exported_kernels_are_the_tuning_programs_kernels(kinds_export):
+    """Each translation unit carries the benchmark program's kernel types verbatim, without its main."""
+    from kernelpilot.dsl_plugins.cuda.fmha import normalize_fmha_config, render_fmha_program
+    from kernelpilot.dsl_plugins.cuda.grouped_gemm import render_grouped_program
+
+    doc = json.loads((kinds_export / "dispatch.json").read_text())
+    for k in doc["grouped"]["kernels"]:
+        bench = next(iter(render_grouped_program("grouped_gemm", k["config"], k["dtype"]).sources.values()))
+        types = bench[bench.index("constexpr int kTileM") : bench.index("constexpr double kRtol")]
+        exported = (kinds_export / "csrc" / "grouped" / f"{k['id']}.cu").read_text()
+        assert "GemmUniversal<ProblemShape" in types and types in exported and "int main(" not in exported
+        args = bench[
+            bench.index("  typename Gemm::Arguments args{") : bench.index(
+                "  return args;", bench.index("make_args")
+            )
+        ]
+        assert args.replace("buf.", "").replace("int(shapes_host.size())", "static_cast<int>(c.groups)") .replace(
+            "shapes_host.data()", "host_shapes").replace("_dev", "") in exported  # fmt: skip
+    for k in doc["attention"]["kernels"]:
+        problem = {"causal": k["causal"], "dtype": k["dtype"], "head_dim": k["head_dim"]}
+        cfg = normalize_fmha_config(k["config"], k["head_dim"])
+        bench = next(iter(render_fmha_program("fa_prefill", cfg, problem).sources.values()))
+        types = bench[bench.index("constexpr int kHeadDim") : bench.index("constexpr double kAtol")]
+        exported = (kinds_export / "csrc" / "attention" / f"{k['id']}.cu").read_text()
+        assert "FmhaBuilder<" in types and types in exported and "int main(" not in exported
+
+
+def _select_program(root: Path, lines: list[str], tmp: Path) -> list[str]:
+    src = tmp / "sel.cpp"
+    src.write_text("\n".join(['#include "kpk/grouped_dispatch.h"', '#include "kpk/attention_dispatch.h"',
+                              "#include <cstdio>", "int main() {", "  using namespace kpk;", *lines,
+                              "  return 0;", "}"]))  # fmt: skip
+    cc = subprocess.run([GXX, "-std=c++17", "-Wall", "-Werror", f"-I{root / 'include'}", str(src), "-o", str(tmp / "sel")],
+                        capture_output=True, text=True)  # fmt: skip
+    assert cc.returncode == 0, cc.stderr
+    return subprocess.run([str(tmp / "sel")], capture_output=True, text=True, check=True).stdout.splitlines()
+
+
+@pytest.mark.skipif(GXX is None, reason="needs a host C++ compiler")
+def test_grouped_dispatch_tuned_nearest_vendor_error(kinds_export, tmp_path):
+    doc = json.loads((kinds_export / "dispatch.json").read_text())
+    entries = doc["grouped"]["entries"]
+    problems = [
+        (e["op"], "bf16", e["key"]["groups"], e["key"]["N"], e["key"]["K"], e["key"]["M"]) for e in entries
+    ]
+    problems += [
+        ("moe_gemm", "bf16", 128, 1536, 2048, 30000),  # fewer tokens: nearest is the tuned gate_up row
+        ("grouped_mm", "bf16", 8, 14336, 4096, 9000),  # nearest: the 8-group up projection
+        ("grouped_mm", "bf16", 8, 14330, 4096, 9908),  # N not a multiple of 8: no kernel is legal (TMA)
+        ("grouped_mm", "f16", 8, 14336, 4096, 9908),  # no f16 kernel was tuned
+    ]
+    lines = []
+    for policy in ("vendor", "nearest", "error"):
+        for op, dt, g, n, k, m in problems:
+            lines.append(
+                f"  {{ auto c = select_grouped(GroupedOp::{op}, DType::{dt}, {g}, {n}, {k}, {m}, Fallback::{policy});"
+                f'    std::printf("{policy} {op} {dt} {g}x{n}x{k}x{m} %s %s %c:%d %lld\\n", to_string(c.how),'
+                '    c.kernel >= 0 ? kGroupedKernels[c.kernel].id : "-", c.knobs.raster, c.knobs.swizzle,'
+                "    c.entry >= 0 ? kGroupedEntries[c.entry].n : -1LL); }"
+            )
+    got = {tuple(x.split()[:4]): x.split()[4:] for x in _select_program(kinds_export, lines, tmp_path)}
+    for e in entries:
+        key = f"{e['key']['groups']}x{e['key']['N']}x{e['key']['K']}x{e['key']['M']}"
+        for policy in ("vendor", "nearest", "error"):
+            knobs = f"{e['knobs']['raster']}:{e['knobs']['swizzle']}"
+            assert got[(policy, e["op"], "bf16", key)] == ["tuned", e["kernel"], knobs, str(e["key"]["N"])]
+    gate_up = next(e for e in entries if e["op"] == "moe_gemm" and e["key"]["N"] == 1536)
+    assert got[("nearest", "moe_gemm", "bf16", "128x1536x2048x30000")][::3] == ["nearest", "1536"]
+    assert got[("nearest", "moe_gemm", "bf16", "128x1536x2048x30000")][1] == gate_up["kernel"]
+    up = next(e for e in entries if e["key"]["N"] == 14336)
+    assert got[("nearest", "grouped_mm", "bf16", "8x14336x4096x9000")][2:] == [
+        f"{up['knobs']['raster']}:{up['knobs']['swizzle']}",
+        "14336",
+    ]
+    for untuned in (("moe_gemm", "bf16", "128x1536x2048x30000"), ("grouped_mm", "bf16", "8x14336x4096x9000")):
+        assert got[("vendor", *untuned)][:2] == ["vendor", "-"] and got[("error", *untuned)][:2] == [
+            "error",
+            "-",
+        ]
+    for other in (("grouped_mm", "bf16", "8x14330x4096x9908"), ("grouped_mm", "f16", "8x14336x4096x9908")):
+        assert got[("nearest", *other)][:2] == ["vendor", "-"] and got[("error", *other)][:2] == [
+            "error",
+            "-",
+        ]
+
+
+@pytest.mark.skipif(GXX is None, reason="needs a host C++ compiler")
+def test_attention_dispatch_tuned_nearest_vendor_error(kinds_export, tmp_path):
+    doc = json.loads((kinds_export / "dispatch.json").read_text())
+    entries = doc["attention"]["entries"]
+    keys = [e["key"] for e in entries]
+    problems = [
+        (k["causal"], k["batch"], k["heads_q"], k["heads_kv"], k["seq_q"], k["seq_kv"], k["head_dim"])
+        for k in keys
+    ]
+    problems += [
+        (True, 4, 32, 8, 3000, 3000, 128),  # untuned prefill length: nearest is the causal d128 4k row
+        (False, 48, 32, 8, 1, 5000, 128),  # untuned decode: nearest is a no-mask d128 row
+        (True, 4, 32, 8, 4096, 4096, 96),  # head dim 96: no kernel was compiled for it
+        (False, 4, 32, 8, 4096, 4096, 64),  # no-mask prefill, d64: the decode kernel is legal (nearest)
+    ]
+    lines = []
+    for policy in ("vendor", "nearest", "error"):
+        for causal, b, hq, hkv, sq, skv, d in problems:
+            c = "true" if causal else "false"
+            lines.append(
+                f"  {{ auto c = select_attention(DType::bf16, {c}, {b}, {hq}, {hkv}, {sq}, {skv}, {d}, Fallback::{policy});"
+                f'    std::printf("{policy} {c} {b}x{hq}x{hkv}x{sq}x{skv}x{d} %s %s %lld\\n", to_string(c.how),'
+                '    c.kernel >= 0 ? kAttentionKernels[c.kernel].id : "-", c.entry >= 0 ? kAttentionEntries[c.entry].seq_kv : -1LL); }'
+            )
+    got = {tuple(x.split()[:3]): x.split()[3:] for x in _select_program(kinds_export, lines, tmp_path)}
+    for e in entries:
+        k = e["key"]
+        key = "x".join(str(k[f]) for f in ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim"))
+        for policy in ("vendor", "nearest", "error"):
+            assert got[(policy, "true" if k["causal"] else "false", key)] == [
+                "tuned",
+                e["kernel"],
+                str(k["seq_kv"]),
+            ]
+    by = {
+        (e["key"]["causal"], e["key"]["head_dim"], e["key"]["heads_q"], e["key"]["seq_kv"]): e
+        for e in entries
+    }
+    assert got[("nearest", "true", "4x32x8x3000x3000x128")][:2] == [
+        "nearest",
+        by[(True, 128, 32, 4096)]["kernel"],
+    ]
+    near = got[("nearest", "false", "48x32x8x1x5000x128")]
+    assert near[0] == "nearest" and near[1] == by[(False, 128, 32, 4096)]["kernel"]
+    assert got[("nearest", "false", "4x32x8x4096x4096x64")][:2] == [
+        "nearest",
+        by[(False, 64, 64, 4096)]["kernel"],
+    ]
+    assert got[("nearest", "true", "4x32x8x4096x4096x96")][:2] == ["vendor", "-"]
+    for untuned in (("true", "4x32x8x3000x3000x128"), ("true", "4x32x8x4096x4096x96")):
+        assert got[("vendor", *untuned)][:2] == ["vendor", "-"] and got[("error", *untuned)][:2] == [
+            "error",
+            "-",
+        ]
+    assert math.isfinite(entries[0]["time_ms"])
+
+
+def test_package_registers_the_ops_and_their_fakes(kinds_export):
+    import py_compile
+
+    init = kinds_export / "python" / "kpk" / "__init__.py"
+    py_compile.compile(str(init), doraise=True)
+    text = init.read_text()
+    for op in ("grouped_mm", "moe_gemm", "attention"):
+        assert f'@torch.library.register_fake("kpk::{op}")' in text and f"def {op}(" in text
+    ops = (kinds_export / "csrc" / "grouped_ops.cpp").read_text() + (
+        kinds_export / "csrc" / "attention_ops.cpp"
+    ).read_text()
+    for schema in ("grouped_mm(Tensor a, Tensor b, Tensor offs) -> Tensor", "moe_gemm(Tensor x, Tensor w, Tensor offs) -> Tensor",
+                   "attention(Tensor q, Tensor k, Tensor v, bool causal=False) -> Tensor"):  # fmt: skip
+        assert schema in ops
+    cmake = (kinds_export / "CMakeLists.txt").read_text()
+    assert 'cmake/grouped.cmake"' in cmake and 'cmake/attention.cmake"' in cmake
+    # the kinds' libraries build with the flags their tuning programs were built with
+    from kernelpilot.dsl_plugins.cuda.grouped_gemm import NVCC_FLAGS
+
+    part = (kinds_export / "cmake" / "attention.cmake").read_text()
+    assert "examples/88_hopper_fmha" in part and "csrc/attention_ops.cpp" in part
+    for flag in NVCC_FLAGS:
+        if flag not in ("-Xptxas", "-v"):
+            assert f"$<$<COMPILE_LANGUAGE:CUDA>:{flag}>" in part
+
+
+def test_bad_kind_inputs_exit_2_and_write_nothing(tmp_path):
+    runs = {p.stem: p for p in _runs(tmp_path)}
+    grouped = json.loads(runs["grouped_gemm"].read_text())
+    only_mixed = {**grouped, "workloads": [w for w in grouped["workloads"] if w["name"] == "mixed_mnk_16"]}
+    (tmp_path / "mixed.json").write_text(json.dumps(only_mixed))
+    fa = json.loads(runs["fa_prefill"].read_text())
+    bad_tile = json.loads(json.dumps(fa))
+    bad_tile["workloads"][0]["best"]["config"]["tile"] = [128, 128, 64]  # head dim 64 on a d128 problem
+    (tmp_path / "bad_tile.json").write_text(json.dumps(bad_tile))
+    bad_raster = json.loads(runs["moe_gemm"].read_text())
+    bad_raster["workloads"][0]["best"]["runtime"]["raster"] = "diagonal"
+    (tmp_path / "bad_raster.json").write_text(json.dumps(bad_raster))
+    cases = [
+        ("mixed.json", "nothing exportable"),
+        ("bad_tile.json", "head dim"),
+        ("bad_raster.json", "raster 'diagonal' not in M, N"),
+    ]
+    for file, message in cases:
+        r = run_cli("export", str(tmp_path / file), "--out", str(tmp_path / "out"), "--no-bundle-cutlass")
+        assert r.returncode == 2, (file, r.stderr)
+        assert message in r.stderr, (file, r.stderr)
+        assert not (tmp_path / "out").exists()
+        assert not [p for p in tmp_path.iterdir() if ".export-" in p.name]
+
+
+needs_tools = pytest.mark.skipif(
+    not (NVCC and GXX and shutil.which("cmake") and shutil.which("ninja") and CUTLASS.exists()),
+    reason="needs nvcc, g++, cmake, ninja and CUTLASS headers in .deps/cutlass",
+)
+
+
+@pytest.mark.slow
+@needs_tools
+def test_kind_sources_pass_the_compiler_front_ends(tmp_path):
+    """With the bundled CUTLASS (and its Hopper FMHA collective): CMake configures the project, nvcc
+    preprocesses every grouped and attention kernel, and the three operator sources (the GEMM one with
+    empty GEMM tables) compile against the torch headers with -Wall -Wextra -Werror."""
+    import os
+    import sys
+
+    import torch
+    import torch.utils.cpp_extension as ce
+
+    out = tmp_path / "proj"
+    r = run_cli(
+        "export",
+        *map(str, _runs(tmp_path)),
+        "--out",
+        str(out),
+        "--name",
+        "kpk",
+        "--cutlass-dir",
+        str(CUTLASS),
+    )
+    assert r.returncode == 0, r.stderr
+    cutlass = out / "third_party" / "cutlass"
+    assert (cutlass / "examples/88_hopper_fmha/kernel/fmha_kernel_builder.hpp").is_file()
+    r = subprocess.run(["cmake", "-S", str(out), "-B", str(tmp_path / "b"), "-G", "Ninja", f"-DPython_EXECUTABLE={sys.executable}"],
+                       capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    ninja = (tmp_path / "b" / "build.ninja").read_text()
+    for src in [*(out / "csrc" / "grouped").iterdir(), *(out / "csrc" / "attention").iterdir()]:
+        assert f"csrc/{src.parent.name}/{src.name}" in ninja
+    assert "grouped_ops.cpp" in ninja and "attention_ops.cpp" in ninja
+    inc = [f"-I{out / 'include'}", f"-I{cutlass / 'include'}", f"-I{cutlass / 'tools/util/include'}",
+           f"-I{cutlass / 'examples/88_hopper_fmha'}"]  # fmt: skip
+    for src in [*sorted((out / "csrc" / "grouped").iterdir()), *sorted((out / "csrc" / "attention").iterdir()),
+                out / "csrc" / "grouped_table.cu", out / "csrc" / "attention_table.cu"]:  # fmt: skip
+        r = subprocess.run([NVCC, "-std=c++17", "-E", "-gencode", "arch=compute_90a,code=sm_90a", *inc, str(src), "-o", "/dev/null"],
+                           capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert r.returncode == 0, (src.name, r.stderr[-3000:])
+    stub = tmp_path / "stub" / "c10" / "cuda" / "impl"
+    stub.mkdir(parents=True)
+    (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
+    homes = [os.environ.get("CUDA_HOME", ""), str(Path(NVCC).resolve().parent.parent), "/usr/local/cuda"]
+    found = [
+        Path(h) / "include" for h in homes if h and (Path(h) / "include" / "cuda_runtime_api.h").is_file()
+    ]
+    if not found:
+        pytest.skip("needs the CUDA toolkit's headers (CUDA_HOME or /usr/local/cuda)")
+    torch_inc = [a for p in ce.include_paths() for a in ("-isystem", p)]
+    for src in ("grouped_ops.cpp", "attention_ops.cpp", "ops.cpp"):
+        r = subprocess.run(
+            [GXX, "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", *torch_inc, "-isystem", str(tmp_path / "stub"),
+             "-isystem", str(found[0]), f"-I{out / 'include'}", f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+             str(out / "csrc" / src)],
+            capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+        assert r.returncode == 0, (src, r.stderr[-4000:])
