@@ -372,3 +372,29 @@ def test_kind_sources_pass_the_compiler_front_ends(tmp_path):
             capture_output=True, text=True, timeout=900,
         )  # fmt: skip
         assert r.returncode == 0, (src, r.stderr[-4000:])
+
+
+def test_h200_kinds_check_plans_from_the_export(kinds_export):
+    """benchmarks/export_kinds_h200.py --dry-run (no torch, no GPU) plans from the export's dispatch.json:
+    every tuned grouped and attention problem, untuned variants of each op, all three policies."""
+    import sys
+
+    r = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "export_kinds_h200.py"), "--name", "kpk", "--dispatch",
+         str(kinds_export / "dispatch.json"), "--out", "unused.json", "--dry-run"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    plan = json.loads(r.stdout)["plan"]
+    doc = json.loads((kinds_export / "dispatch.json").read_text())
+    tuned = [p for p in plan["grouped"] if p[0].startswith("tuned_")]
+    assert sorted(tuple(p[1:]) for p in tuned) == sorted(
+        (e["op"], e["key"]["groups"], e["key"]["N"], e["key"]["K"], e["key"]["M"])
+        for e in doc["grouped"]["entries"]
+    )
+    assert {p[1] for p in plan["grouped"] if not p[0].startswith("tuned_")} == {"grouped_mm", "moe_gemm"}
+    assert sum(a.startswith("tuned_") for a in plan["attention"]) == len(doc["attention"]["entries"])
+    assert len(plan["attention"]) > len(doc["attention"]["entries"]) and plan["policies"] == [
+        "vendor",
+        "nearest",
+        "error",
+    ]

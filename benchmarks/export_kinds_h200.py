@@ -1,0 +1,570 @@
+"""H200 check of the grouped GEMM, MoE GEMM and attention operators of an exported package.
+
+Run by ``benchmarks/export_kinds_h200.sh`` after ``pip install`` of an export of the recorded kinds run
+(benchmarks/results/confirm_h200_run_kinds.json).  What it records in one JSON file:
+
+* **tuned problems** (every row of ``dispatch.json``'s ``grouped`` and ``attention`` sections, with the
+  per-group split each was tuned on): ``grouped_mm`` against ``torch._grouped_mm`` and an fp32
+  reference, ``moe_gemm`` against ``torch._grouped_mm`` over the transposed weights, ``attention``
+  against SDPA (``enable_gqa=True``) and an fp32 reference, under each fallback policy (a tuned problem
+  runs its tuned kernel under all three; ``explain_*`` says so);
+* **untuned problems** (other group splits and token counts, an empty group, other lengths and batch
+  sizes, a decode with 4 query rows per kv head, an N no kernel may take, head dim 96):
+  ``vendor`` returns exactly the vendor result, ``nearest`` runs the nearest legal kernel (or the vendor
+  path when none is legal) and matches the reference, ``error`` raises;
+* **inputs the kernels cannot take** (fp32, row-major b[g], int64 offsets, a misaligned pointer,
+  causal with Sq != Skv, CPU tensors): never a kernel; the vendor result or, under ``error``, an exception;
+* **speed**: each tuned problem timed from CUDA graphs over input sets rotated past L2, interleaved with
+  the vendor path timed the same way, next to the run's confirmed time (3 % allowed);
+* **torch.compile**: a MoE expert layer and an attention call under ``fullgraph=True``.
+
+``--dry-run`` lists the plan from dispatch.json without torch or a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import functools
+import importlib
+import json
+import math
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+POLICIES = ("vendor", "nearest", "error")
+L2_BYTES, ROTATE = 60.0e6, 2.5  # as the tuning programs: input sets rotated past 2.5x L2
+TARGET_MS = 5.0
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# ----------------------------------------------------------------------------- problems
+def grouped_cases(dispatch: dict[str, Any]) -> list[dict[str, Any]]:
+    """Tuned grouped rows (their tuned split) and untuned variants of each op."""
+    cases = []
+    for e in dispatch["grouped"]["entries"]:
+        rows = list(e["tuned_group_rows"]) + [0] * e["empty_groups"]
+        cases.append({"label": f"tuned_{e['origin']['workload']}", "op": e["op"], "rows": rows, "N": e["key"]["N"],
+                      "K": e["key"]["K"], "tuned": True, "run_ms": e["time_ms"], "kernel": e["kernel"]})  # fmt: skip
+    first = {
+        op: next((e for e in dispatch["grouped"]["entries"] if e["op"] == op), None)
+        for op in ("grouped_mm", "moe_gemm")
+    }
+    for op, e in first.items():
+        if e is None:
+            continue
+        n, k, rows = e["key"]["N"], e["key"]["K"], list(e["tuned_group_rows"])
+        shifted = [
+            max(0, r + (17 if i % 2 else -17)) for i, r in enumerate(rows)
+        ]  # same G, N, K; other split
+        cases.append(
+            {
+                "label": f"{op}_other_split_fewer_rows",
+                "op": op,
+                "rows": [max(0, r - 13) for r in rows],
+                "N": n,
+                "K": k,
+            }
+        )
+        cases.append({"label": f"{op}_empty_group", "op": op, "rows": [0, *shifted[1:]], "N": n, "K": k})
+        cases.append(
+            {"label": f"{op}_n_unaligned", "op": op, "rows": rows[:4], "N": n - 4, "K": k, "legal": False}
+        )
+    return cases
+
+
+def attention_cases(dispatch: dict[str, Any]) -> list[dict[str, Any]]:
+    cases = []
+    for e in dispatch["attention"]["entries"]:
+        cases.append({"label": f"tuned_{e['origin']['workload']}", **e["key"], "tuned": True, "run_ms": e["time_ms"],
+                      "kernel": e["kernel"]})  # fmt: skip
+    cases += [
+        {"label": "prefill_causal_3000", "batch": 2, "heads_q": 32, "heads_kv": 8, "seq_q": 3000, "seq_kv": 3000,
+         "head_dim": 128, "causal": True},
+        {"label": "prefill_causal_odd_333", "batch": 1, "heads_q": 32, "heads_kv": 8, "seq_q": 333, "seq_kv": 333,
+         "head_dim": 128, "causal": True},
+        {"label": "prefill_nomask_mha_d64", "batch": 2, "heads_q": 16, "heads_kv": 16, "seq_q": 1024, "seq_kv": 2048,
+         "head_dim": 64, "causal": False},
+        {"label": "decode_gqa4_b16_kv3000", "batch": 16, "heads_q": 32, "heads_kv": 8, "seq_q": 1, "seq_kv": 3000,
+         "head_dim": 128, "causal": False},
+        {"label": "decode_gqa8_bshd_view", "batch": 8, "heads_q": 64, "heads_kv": 8, "seq_q": 1, "seq_kv": 4096,
+         "head_dim": 128, "causal": False, "bshd": True},
+        {"label": "head_dim_96", "batch": 2, "heads_q": 8, "heads_kv": 8, "seq_q": 512, "seq_kv": 512,
+         "head_dim": 96, "causal": True, "legal": False},
+    ]  # fmt: skip
+    return cases
+
+
+def plan(dispatch: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "grouped": [
+            (c["label"], c["op"], len(c["rows"]), c["N"], c["K"], sum(c["rows"]))
+            for c in grouped_cases(dispatch)
+        ],
+        "attention": [c["label"] for c in attention_cases(dispatch)],
+        "policies": list(POLICIES),
+    }
+
+
+# ----------------------------------------------------------------------------- inputs and references
+def grouped_inputs(case: dict[str, Any], seed: int, dtype=None, misalign: bool = False):
+    """(a or x, b or w, offs): b[G, K, N] column-major per group for grouped_mm, w[E, N, K] for moe_gemm."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    dtype = dtype or torch.bfloat16
+    m, n, k, count = sum(case["rows"]), case["N"], case["K"], len(case["rows"])
+    a = (torch.rand((m, k), generator=g, device="cuda") * 2 - 1).to(dtype)
+    if misalign:
+        a = torch.empty(m * k + 1, device="cuda", dtype=dtype)[1:].view(m, k).copy_(a)
+    w = (torch.rand((count, n, k), generator=g, device="cuda") * 2 - 1).to(dtype)
+    offs = torch.tensor(case["rows"], device="cuda").cumsum(0).to(torch.int32)
+    b = w if case["op"] == "moe_gemm" else w.transpose(-2, -1)
+    return a, b, offs
+
+
+def grouped_vendor(op: str, a, b, offs):
+    import torch
+
+    return torch._grouped_mm(a, b.transpose(-2, -1) if op == "moe_gemm" else b, offs)
+
+
+def grouped_reference(op: str, a, b, offs):
+    import torch
+
+    bt = (b.transpose(-2, -1) if op == "moe_gemm" else b).float()
+    out = torch.zeros(a.shape[0], bt.shape[2], device=a.device)
+    start = 0
+    for i, end in enumerate(offs.tolist()):
+        if end > start:
+            out[start:end] = a[start:end].float() @ bt[i]
+        start = end
+    return out
+
+
+def attention_inputs(case: dict[str, Any], seed: int, dtype=None):
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    dtype = dtype or torch.bfloat16
+    b, hq, hkv, sq, skv, d = (
+        case[x] for x in ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim")
+    )
+    if case.get("bshd"):  # [B, S, H, D] storage seen as [B, H, S, D]: strided, not contiguous
+        q = (torch.rand((b, sq, hq, d), generator=g, device="cuda") * 6 - 3).to(dtype).transpose(1, 2)
+        k = (torch.rand((b, skv, hkv, d), generator=g, device="cuda") * 2 - 1).to(dtype).transpose(1, 2)
+        v = (torch.rand((b, skv, hkv, d), generator=g, device="cuda") * 2 - 1).to(dtype).transpose(1, 2)
+        return q, k, v
+    q = (torch.rand((b, hq, sq, d), generator=g, device="cuda") * 6 - 3).to(dtype)  # peaked softmax
+    k = (torch.rand((b, hkv, skv, d), generator=g, device="cuda") * 2 - 1).to(dtype)
+    v = (torch.rand((b, hkv, skv, d), generator=g, device="cuda") * 2 - 1).to(dtype)
+    return q, k, v
+
+
+def attention_vendor(q, k, v, causal: bool):
+    import torch
+
+    return torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, is_causal=causal, enable_gqa=q.shape[1] != k.shape[1]
+    )
+
+
+def attention_reference(q, k, v, causal: bool):
+    """fp32 SDPA over K and V expanded to the query heads (the memory-efficient kernel takes fp32)."""
+    g = q.shape[1] // k.shape[1]
+    return attention_vendor(
+        q.float(), k.float().repeat_interleave(g, 1), v.float().repeat_interleave(g, 1), causal
+    )
+
+
+def attention_call(fn, q, k, v, causal: bool):
+    return fn(q, k, v, causal)
+
+
+def close(out, ref, atol: float, rtol: float) -> dict[str, Any]:
+    import torch
+
+    got = out.float()
+    diff = (got - ref).abs()
+    bad = int((diff > atol + rtol * ref.abs()).sum().item()) + int((~torch.isfinite(got)).sum().item())
+    rel = float(torch.linalg.vector_norm(got - ref) / torch.linalg.vector_norm(ref).clamp_min(1e-30))
+    return {
+        "ok": bad == 0 and rel < 1e-2,
+        "bad": bad,
+        "rel_err": rel,
+        "max_abs": float(diff.max().item()) if diff.numel() else 0.0,
+    }
+
+
+# ----------------------------------------------------------------------------- policy cases
+def check_call(
+    policy: str, how: str, call, vendor, reference, tol, tuned: bool, legal: bool
+) -> dict[str, Any]:
+    """One call under one policy: tuned -> tuned kernel, right result; untuned -> vendor's exact result
+    (vendor, or nearest with nothing legal), the nearest kernel (nearest) or an exception (error)."""
+    import torch
+
+    rec: dict[str, Any] = {"policy": policy, "explain": how}
+    if policy == "error" and not tuned:
+        try:
+            call()
+            rec.update(ok=False, error="no exception")
+        except RuntimeError as exc:
+            rec.update(ok="fallback=error" in str(exc), error=str(exc).splitlines()[0][:300])
+        return rec
+    out = call()
+    rec.update(close(out, reference(), *tol))
+    if tuned:
+        rec["ok"] = rec["ok"] and how.startswith("tuned")
+    elif policy == "vendor" or not legal:
+        same = bool(torch.equal(out, vendor()))
+        rec.update(ok=rec["ok"] and same and how.startswith("vendor"), equals_vendor=same)
+    else:
+        rec["ok"] = rec["ok"] and how.startswith("nearest")
+    return rec
+
+
+def expect_raise_or_vendor(policy: str, how: str, call, vendor) -> dict[str, Any]:
+    """An input no kernel can take: under ``error`` an exception naming the policy, else the vendor
+    path's own result (or the vendor's own refusal)."""
+    import torch
+
+    rec: dict[str, Any] = {"policy": policy, "explain": how}
+    if policy == "error":
+        try:
+            call()
+            rec.update(ok=False, error="no exception")
+        except RuntimeError as exc:
+            rec.update(ok="fallback=error" in str(exc), error=str(exc).splitlines()[0][:300])
+        return rec
+    try:
+        out = call()
+    except RuntimeError as exc:  # the vendor path itself refuses (e.g. SDPA with heads not a multiple)
+        rec.update(ok=how.startswith("vendor"), vendor_error=str(exc).splitlines()[0][:300])
+        return rec
+    same = bool(torch.equal(out, vendor()))
+    rec.update(ok=how.startswith("vendor") and same, equals_vendor=same)
+    return rec
+
+
+def run_grouped_cases(mod, ops, dispatch, res: dict[str, Any]) -> None:
+    import torch
+
+    cases = grouped_cases(dispatch)
+    small = {"op": cases[0]["op"], "rows": [64, 0, 96, 64], "N": 256, "K": 256}
+    a, b, offs = grouped_inputs(small, seed=99)
+    op = small["op"]
+    row_major = b.contiguous() if op == "grouped_mm" else b.transpose(-2, -1).contiguous().transpose(-2, -1)
+    bad = {
+        "fp32": grouped_inputs(small, seed=98, dtype=torch.float32),
+        "b_other_major": (a, row_major, offs),
+        "offs_int64": (a, b, offs.long()),
+        "a_misaligned": grouped_inputs(small, seed=97, misalign=True),
+        "cpu": (a.cpu(), b.cpu(), offs.cpu()),
+    }
+    for policy in POLICIES:
+        mod.set_fallback(policy)
+        for i, c in enumerate(cases):
+            x, w, o = grouped_inputs(c, seed=i)
+            how = getattr(mod, f"explain_{c['op']}")(x, w, o)
+            tol = (1e-2 * (1.0 + math.sqrt(c["K"]) / 3.0), 1e-2)
+            rec = check_call(
+                policy,
+                how,
+                functools.partial(getattr(ops, c["op"]), x, w, o),
+                functools.partial(grouped_vendor, c["op"], x, w, o),
+                functools.partial(grouped_reference, c["op"], x, w, o),
+                tol,
+                c.get("tuned", False),
+                c.get("legal", True),
+            )
+            res["grouped"].append({"case": c["label"], "op": c["op"], "G": len(c["rows"]), "N": c["N"], "K": c["K"],
+                                   "M": sum(c["rows"]), **rec})  # fmt: skip
+            del x, w, o
+        for label, (x, w, o) in bad.items():
+            how = getattr(mod, f"explain_{op}")(x, w, o)
+            rec = expect_raise_or_vendor(policy, how, functools.partial(getattr(ops, op), x, w, o),
+                                         functools.partial(grouped_vendor, op, x, w, o))  # fmt: skip
+            res["grouped_bad_inputs"].append({"case": label, "op": op, **rec})
+    mod.set_fallback("vendor")
+
+
+def run_attention_cases(mod, ops, dispatch, res: dict[str, Any]) -> None:
+    cases = attention_cases(dispatch)
+    small = {
+        "batch": 1,
+        "heads_q": 4,
+        "heads_kv": 2,
+        "seq_q": 128,
+        "seq_kv": 128,
+        "head_dim": 128,
+        "causal": True,
+    }
+    q, k, v = attention_inputs(small, seed=99)
+    bad = {
+        "fp32": (q.float(), k.float(), v.float(), True),
+        "causal_sq_ne_skv": (q[:, :, :1], k, v, True),
+        "heads_not_multiple": (q[:, :3], k, v, True),
+        "cpu": (q.cpu(), k.cpu(), v.cpu(), True),
+    }
+    for policy in POLICIES:
+        mod.set_fallback(policy)
+        for i, c in enumerate(cases):
+            x, y, z = attention_inputs(c, seed=i)
+            causal = c["causal"]
+            how = mod.explain_attention(x, y, z, causal)
+            rec = check_call(
+                policy,
+                how,
+                functools.partial(ops.attention, x, y, z, causal),
+                functools.partial(attention_vendor, x, y, z, causal),
+                functools.partial(attention_reference, x, y, z, causal),
+                (2e-2, 2e-2),
+                c.get("tuned", False),
+                c.get("legal", True),
+            )
+            keys = ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim", "causal")
+            res["attention"].append({"case": c["label"], **{key: c[key] for key in keys}, **rec})
+            del x, y, z
+        for label, (x, y, z, cz) in bad.items():
+            how = mod.explain_attention(x, y, z, cz)
+            rec = expect_raise_or_vendor(policy, how, functools.partial(ops.attention, x, y, z, cz),
+                                         functools.partial(attention_vendor, x, y, z, cz))  # fmt: skip
+            res["attention_bad_inputs"].append({"case": label, **rec})
+    mod.set_fallback("vendor")
+
+
+# ----------------------------------------------------------------------------- timing
+def graph_time(fn, sets, reps: int = 5) -> dict[str, Any]:
+    """Median ms per call of ``fn`` replayed from a CUDA graph over rotating input sets."""
+    import torch
+
+    for s in sets[:3]:
+        fn(*s)
+    torch.cuda.synchronize()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0.record()
+    n_est = 0
+    while True:
+        fn(*sets[n_est % len(sets)])
+        n_est += 1
+        if n_est >= 3:
+            e1.record()
+            e1.synchronize()
+            if e0.elapsed_time(e1) > 2.0 or n_est >= 200:
+                break
+    per = max(e0.elapsed_time(e1) / n_est, 1e-4)
+    iters = int(min(2000, max(3, TARGET_MS / per)))
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(iters):
+            fn(*sets[i % len(sets)])
+    g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        e0.record()
+        g.replay()
+        e1.record()
+        e1.synchronize()
+        times.append(e0.elapsed_time(e1) / iters)
+    del g
+    return {"median": statistics.median(times), "min": min(times), "max": max(times), "iters": iters}
+
+
+def timing_entry(label, exported_fn, vendor_fn, sets, run_ms, kernel) -> dict[str, Any]:
+    rounds = []
+    for _ in range(2):  # interleaved: exported, vendor, exported, vendor
+        rounds.append((graph_time(exported_fn, sets), graph_time(vendor_fn, sets)))
+    exp_ms = min(r[0]["median"] for r in rounds)
+    ven_ms = min(r[1]["median"] for r in rounds)
+    log(f"{label}: exported {exp_ms:.4f} ms, vendor {ven_ms:.4f} ms, run {run_ms:.4f} ms")
+    return {"case": label, "kernel": kernel, "exported_ms": exp_ms, "vendor_ms": ven_ms, "run_ms": run_ms,
+            "exported_vs_run": exp_ms / run_ms, "within_3pct_of_run": exp_ms <= 1.03 * run_ms,
+            "vendor_over_exported": ven_ms / exp_ms, "rotating_sets": len(sets),
+            "rounds": [{"exported": r[0], "vendor": r[1]} for r in rounds]}  # fmt: skip
+
+
+def run_timing(mod, ops, dispatch, res: dict[str, Any], deadline: float) -> None:
+    import torch
+
+    mod.set_fallback("vendor")
+    for c in [c for c in grouped_cases(dispatch) if c.get("tuned")]:
+        if time.time() > deadline:
+            res["timing_skipped"] = "deadline"
+            return
+        m, n, k, g = sum(c["rows"]), c["N"], c["K"], len(c["rows"])
+        nbuf = max(1, min(16, math.ceil(ROTATE * L2_BYTES / (2.0 * (m * k + g * n * k + m * n)))))
+        sets = [grouped_inputs(c, seed=100 + i) for i in range(nbuf)]
+        op = c["op"]
+        vendor = functools.partial(grouped_vendor, op)
+        res["timing"].append(
+            timing_entry(c["label"], getattr(ops, op), vendor, sets, c["run_ms"], c["kernel"])
+        )
+        del sets
+        torch.cuda.empty_cache()
+    for c in [c for c in attention_cases(dispatch) if c.get("tuned")]:
+        if time.time() > deadline:
+            res["timing_skipped"] = "deadline"
+            return
+        causal = c["causal"]
+        per = (
+            2.0
+            * c["head_dim"]
+            * c["batch"]
+            * (c["heads_q"] * c["seq_q"] * 2 + c["heads_kv"] * c["seq_kv"] * 2)
+        )
+        nbuf = max(1, min(16, math.ceil(ROTATE * L2_BYTES / per)))
+        sets = [attention_inputs(c, seed=100 + i) for i in range(nbuf)]
+        exported = functools.partial(attention_call, ops.attention, causal=causal)
+        vendor = functools.partial(attention_call, attention_vendor, causal=causal)
+        res["timing"].append(timing_entry(c["label"], exported, vendor, sets, c["run_ms"], c["kernel"]))
+        del sets
+        torch.cuda.empty_cache()
+
+
+def run_compile(mod, ops, dispatch, res: dict[str, Any]) -> None:
+    """A MoE expert layer (moe_gemm, silu, moe_gemm) and an attention call under torch.compile(fullgraph=True)."""
+    import torch
+
+    mod.set_fallback("vendor")
+    out: dict[str, Any] = {}
+    moe = next((e for e in dispatch["grouped"]["entries"] if e["op"] == "moe_gemm"), None)
+    if moe is not None:
+        case = {"op": "moe_gemm", "rows": moe["tuned_group_rows"], "N": moe["key"]["N"], "K": moe["key"]["K"]}
+        x, w1, offs = grouped_inputs(case, seed=5)
+        w2 = (torch.rand((w1.shape[0], case["K"], case["N"]), device="cuda") * 0.1).to(x.dtype)
+
+        def layer(x, offs):
+            return ops.moe_gemm(torch.nn.functional.silu(ops.moe_gemm(x, w1, offs)), w2, offs)
+
+        def eager(x, offs):
+            h = torch.nn.functional.silu(grouped_vendor("moe_gemm", x, w1, offs))
+            return grouped_vendor("moe_gemm", h, w2, offs)
+
+        torch._dynamo.reset()
+        got = torch.compile(layer, fullgraph=True)(x, offs)
+        ref = eager(x, offs)
+        rel = float(torch.linalg.vector_norm((got - ref).float()) / torch.linalg.vector_norm(ref.float()))
+        out["moe_layer"] = {
+            "ok": rel < 2e-2,
+            "rel_err_vs_eager_vendor": rel,
+            "explain": mod.explain_moe_gemm(x, w1, offs),
+        }
+    att = next(iter(dispatch["attention"]["entries"]), None)
+    if att is not None:
+        c = {**att["key"]}
+        q, k, v = attention_inputs(c, seed=6)
+        torch._dynamo.reset()
+        got = torch.compile(lambda q, k, v: ops.attention(q, k, v, c["causal"]), fullgraph=True)(q, k, v)
+        ref = attention_vendor(q, k, v, c["causal"])
+        rel = float(torch.linalg.vector_norm((got - ref).float()) / torch.linalg.vector_norm(ref.float()))
+        out["attention"] = {
+            "ok": rel < 2e-2,
+            "rel_err_vs_sdpa": rel,
+            "explain": mod.explain_attention(q, k, v, c["causal"]),
+        }
+    res["torch_compile"] = out
+
+
+def versions() -> dict[str, Any]:
+    import torch
+
+    nvcc = ""
+    with contextlib.suppress(OSError, IndexError):
+        nvcc = (
+            subprocess.run(["nvcc", "--version"], capture_output=True, text=True)
+            .stdout.strip()
+            .splitlines()[-1]
+        )
+    return {"torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(), "nvcc": nvcc,
+            "device": torch.cuda.get_device_name(0)}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--name", required=True, help="the exported package / torch.ops namespace")
+    ap.add_argument("--dispatch", required=True, help="the export's dispatch.json")
+    ap.add_argument("--out", required=True, help="result JSON")
+    ap.add_argument("--install-s", type=float, help="seconds `pip install` of the export took (recorded)")
+    ap.add_argument("--install-how", default="pip install", help="how it was installed")
+    ap.add_argument("--deadline-s", type=float, default=420.0, help="skip remaining timings after this")
+    ap.add_argument("--dry-run", action="store_true", help="print the plan; no torch, no GPU")
+    args = ap.parse_args(argv)
+    t_start = time.time()
+    dispatch = json.loads(Path(args.dispatch).read_text())
+    p = plan(dispatch)
+    if args.dry_run:
+        print(json.dumps({"plan": p}, indent=1))
+        return 0
+    import torch
+
+    mod = importlib.import_module(args.name)
+    ops = getattr(torch.ops, args.name)
+    res: dict[str, Any] = {
+        "what": "exported grouped_mm / moe_gemm / attention (kernelpilot export) on the H200: results, fallbacks, "
+        "bad inputs, CUDA-graph timing, torch.compile",
+        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": " ".join(sys.argv),
+        "versions": versions(),
+        "install_s": args.install_s,
+        "install_how": args.install_how,
+        "dispatch_times": dispatch.get("times"),
+        "grouped": [],
+        "grouped_bad_inputs": [],
+        "attention": [],
+        "attention_bad_inputs": [],
+        "timing": [],
+    }
+    out = Path(args.out)
+
+    def save() -> None:
+        out.write_text(json.dumps(res, indent=1))
+
+    stages = [
+        ("grouped", lambda: run_grouped_cases(mod, ops, dispatch, res)),
+        ("attention", lambda: run_attention_cases(mod, ops, dispatch, res)),
+        ("compile", lambda: run_compile(mod, ops, dispatch, res)),
+        ("timing", lambda: run_timing(mod, ops, dispatch, res, t_start + args.deadline_s)),
+    ]
+    for name, stage in stages:
+        log(f"stage {name}")
+        try:
+            stage()
+        except Exception as exc:  # noqa: BLE001 - one failing stage must not lose the others' results
+            res.setdefault("stage_errors", {})[name] = f"{type(exc).__name__}: {exc}"[:2000]
+            log(f"stage {name} failed: {exc}")
+        save()
+    t = res["timing"]
+    res["summary"] = {
+        name: all(r["ok"] for r in res[name]) and bool(res[name])
+        for name in ("grouped", "grouped_bad_inputs", "attention", "attention_bad_inputs")
+    }
+    res["summary"].update(
+        timed=len(t),
+        within_3pct_of_run=sum(r["within_3pct_of_run"] for r in t),
+        geomean_vendor_over_exported=math.exp(
+            statistics.fmean(math.log(r["vendor_over_exported"]) for r in t)
+        )
+        if t
+        else None,
+        torch_compile_ok=all(v.get("ok") for v in res.get("torch_compile", {}).values()) or None,
+        stage_errors=sorted(res.get("stage_errors", {})),
+        wall_s=round(time.time() - t_start, 1),
+    )
+    save()
+    print(json.dumps(res["summary"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
