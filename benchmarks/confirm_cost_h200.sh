@@ -8,7 +8,7 @@
 # With SIDE=1 (default) the check runs beside the cold run's first compile wave, when the GPU is idle
 # and the compiles are niced: the check records its CPU seconds, an upper bound of what it took from
 # the compiles (report the cold wall both as measured and less the check's whole wall, the bound that
-# favours confirmation least).  SIDE=0 runs them one after the other.  nvidia-smi samples clocks, power
+# favours confirmation least).  SIDE=0 runs them one after the other; COLD=0 runs the check alone.  nvidia-smi samples clocks, power
 # and throttle reasons all along.  Run from the repository root on the H200; results go to $OUT (at
 # most 8 files).  Carried, git-ignored inputs: .whl/ (wheels, as for confirm_h200.sh),
 # .kp-cutlass/cutlass-*-include.tar.xz, and the winner's prebuilt binary in the build cache named by
@@ -49,6 +49,9 @@ crosscheck() {
   tar -czf "$OUT/crosscheck_ncu.tgz" -C /tmp/kp_xc . 2>/dev/null
   echo "crosscheck end $(( $(date +%s) - T0 )) s" | tee -a "$OUT/driver.log"
 }
+if [ "${COLD:-1}" = 0 ]; then  # the check alone
+  crosscheck; kill $SMI 2>/dev/null; echo "total $(( $(date +%s) - T0 )) s" | tee -a "$OUT/driver.log"; exit 0
+fi
 [ "${SIDE:-1}" = 1 ] || crosscheck
 left=$(( BUDGET_S - ($(date +%s) - T0) - 10 ))
 echo "cold run start $(( $(date +%s) - T0 )) s, limit ${left} s" | tee -a "$OUT/driver.log"

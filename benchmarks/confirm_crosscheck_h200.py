@@ -12,7 +12,10 @@ durations count the kernel alone.  Here both sides are measured the way the run 
   ncu graph  ``ncu --graph-profiling graph``: each timed CUDA graph is one profiled workload, so its
              duration holds every node (memsets and kernels) the events of the run hold;
              per launch = graph duration / launches in the graph, on both sides (the cuBLAS worker's
-             graph replays are selected through an NVTX range around ``CUDAGraph.replay``);
+             graph replays are selected through an NVTX range around ``CUDAGraph.replay``); the
+             program gets the run's graph length (``--iters``, from the rounds): ncu leaves the GPU
+             idle between workloads and its clock drops (345 MHz seen), so both graphs must be
+             ~10 ms long for the ramp to weigh the same;
   ncu kernel the old check (kernel durations only), to show what the graph adds.
 
 Writes ``crosscheck.json`` and the raw ncu CSVs (``ncu_*.csv``) into --out.  On the GPU machine,
@@ -103,9 +106,9 @@ def parse_ncu(text: str) -> list[dict[str, Any]]:
 
 
 def program_json(text: str) -> dict[str, Any] | None:
-    """The program's one result line inside ncu's output."""
+    """The program's (or the worker's) one result line inside ncu's output."""
     for ln in text.splitlines():
-        if ln.startswith('{"status"'):
+        if ln.startswith("{") and '"status"' in ln:
             return json.loads(ln)
     return None
 
@@ -123,7 +126,7 @@ def ncu(argv: list[str], extra: list[str], csv_out: Path, timeout_s: float) -> t
 
 
 def tuned_graph(text: str) -> dict[str, Any]:
-    """Per launch from the program's graph workloads: every row that is none of its kernels."""
+    """Per launch from the program's graph workloads (ncu names them ``graph``)."""
     rows = parse_ncu(text)
     graphs = [r["ms"] for r in rows if not any(k in r["name"] for k in PROGRAM_KERNELS)]
     res = program_json(text) or {}
@@ -200,7 +203,9 @@ def run_rounds(binary: Path, rounds: int, timeout_s: float) -> dict[str, Any]:
         doc = confirm(contenders, plan, lambda: pool.measure(plan), ConfirmOptions(rounds=rounds))
     finally:
         pool.close()
-    return {"doc": doc, "argv": argv, "vendor_argv": list(plan.argv)}
+    raw = contenders[0].last_raw or {}
+    iters = next((v.get("iters") for v in raw.get("variants", []) if v.get("status") == "ok"), None)
+    return {"doc": doc, "argv": argv, "vendor_argv": list(plan.argv), "iters": iters}
 
 
 def main() -> int:
@@ -238,7 +243,12 @@ def main() -> int:
     if shutil.which("ncu") is None:
         rec["ncu"] = {"error": "ncu not on PATH"}
     else:
-        argv, what = rounds["argv"], set(args.ncu.split(","))
+        # the run's own graph length: under ncu every warm-up launch is slowed, so the program's own
+        # estimate would shrink the graph to 3 launches, which then run partly at the clocks the GPU
+        # drops to while ncu works between workloads (seen: 0.79 ms per launch against 0.71)
+        fixed = [f"--iters={rounds['iters']}"] if rounds.get("iters") else []
+        argv, what = [*rounds["argv"], *fixed], set(args.ncu.split(","))
+        rec["ncu_program_iters"] = rounds.get("iters")
         nc: dict[str, Any] = {}
         walls: dict[str, float] = {}
         graph = ["--graph-profiling", "graph"]
