@@ -269,8 +269,9 @@ class XeGemmRules(TargetModel):
                         "xe.pitch_64",
                         f"{tag}{side}: row pitch {pitch} B ({contig[0]}={contig[1]}) is below "
                         f"{MIN_BLOCK2D_PITCH_BYTES} B: legal to sycl-tla's can_implement (16 B), but Intel's "
-                        "Triton backend uses block-2D loads only from 64 B; untested on hardware (the "
-                        "program's verification of the timed problem covers it)",
+                        "Triton backend uses block-2D loads only from 64 B; untested on hardware (every "
+                        "program verifies the timed problem; grouped GEMM programs also verify a "
+                        "narrow_pitch check problem with 16-32 B pitches on A, B and D)",
                     )
             if nb > 1:
                 for side, bits, stride in (("A", cfg.dtype.bits_a, m * k), ("B", cfg.dtype.bits_b, k * n)):

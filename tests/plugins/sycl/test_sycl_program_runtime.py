@@ -213,3 +213,95 @@ def test_moe_program_uses_the_patched_headers_that_clear_the_accumulator() -> No
     assert body.index("cute::gemm(mma, tCrA, tCrB, tCrD);") > k_loop
     # the patch is the only change to the algorithm: one clear, the same accumulate and store
     assert body.count("clear(") == 1 and body.count("cute::gemm(") == 1
+
+
+GROUPED_NARROW = {"shapes": [[4096, 4096, 16], [4096, 16, 4096], [1024, 4096, 64], [2048, 1024, 128]]}
+
+
+def test_grouped_program_verifies_narrow_pitches_when_the_timed_problem_has_them() -> None:
+    """Row pitches under 64 B are a model warning (xe.pitch_64), not a refusal; the program then verifies
+    a check problem of narrow-pitch groups besides the timed one (examples/xe_grouped_gemm.yaml has K=16
+    groups: 32-byte rows of A)."""
+    src, cfg, _ = _render("grouped_gemm", "bmg", GROUPED_NARROW, "bf16")
+    main = _body(src, "int main(int argc, const char** argv)")
+    guard = main.index("if (timed_narrow) {")
+    narrow = main[guard : main.index("double operand_bytes = 0;")]
+    assert 'kp::check_entry("narrow_pitch", shapes_json(narrow_shapes), c)' in narrow
+    assert "all_passed &= c.passed();" in narrow
+    wg = cfg.as_dict()["wg"]
+    assert f"narrow_pitch_shapes({wg[0]}, {wg[1]}, {wg[2]}, align_m, align_n, align_k)" in narrow
+    # decided before any timing, and a failure stops the run as wrong_result
+    assert guard < main.index("res.verification_passed = all_passed;") < main.index("kp::time_with(")
+
+
+@pytest.mark.parametrize(
+    ("dtype", "layout"), [("bf16", "rr"), ("bf16", "cc"), ("s8", "rc"), ({"a": "bf16", "b": "u4"}, "rr")]
+)
+def test_narrow_pitch_check_groups_are_legal_and_narrow(tmp_path: Path, dtype, layout: str) -> None:
+    """The program's own narrow-pitch code, compiled with g++: every check group is legal to
+    can_implement (contiguous extents multiples of 16 bytes), every operand reaches its narrowest legal
+    pitch in some group, group 0 has a partial M tile, and the example's K=16 group is detected while a wide
+    group is not."""
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("needs g++")
+    shapes = GROUPED_NARROW if isinstance(dtype, str) else {"shapes": [[4096, 4096, 16], [1024, 4096, 4096]]}
+    src, cfg, problem = _render("grouped_gemm", "bmg", {**shapes, "layout": layout}, dtype)
+    from kernelpilot.hw_models.dtypes import DTYPE_BITS, parse_dtype
+
+    pair = parse_dtype(problem["dtype"])
+    out = problem.get("out_dtype", "s32" if pair.a in ("s8", "u8") else "f32")
+    bits_a, bits_b, bits_d = DTYPE_BITS[pair.a], DTYPE_BITS[pair.b], DTYPE_BITS.get(out, 32)  # s32: 32
+    assert f"using ElementOutput = {programs.dtypes.CPP_TYPES[out]};" in src
+    a_row, b_row = layout[0] == "r", layout[1] == "r"
+    align_a, align_b, align_d = 128 // bits_a, 128 // bits_b, 128 // bits_d
+    align_m = 1 if a_row else align_a
+    align_n = max(align_b if b_row else 1, align_d)
+    align_k = max(align_a if a_row else 1, 1 if b_row else align_b)
+    wg = cfg.as_dict()["wg"]
+    parts = [
+        _cxx_decl(src, "bool narrow_pitch("),
+        _cxx_decl(src, "std::vector<std::array<int, 3>> narrow_pitch_shapes("),
+    ]
+    flags = f"{bits_a}, {bits_b}, {bits_d}, {str(a_row).lower()}, {str(b_row).lower()}"
+    prog = tmp_path / "pitch.cpp"
+    prog.write_text(
+        "#include <array>\n#include <cstdint>\n#include <cstdio>\n#include <vector>\n" + "\n".join(parts) + "\n"
+        "int main() {\n"
+        f"  for (auto g : narrow_pitch_shapes({wg[0]}, {wg[1]}, {wg[2]}, {align_m}, {align_n}, {align_k}))\n"
+        f'    std::printf("%d %d %d %d\\n", g[0], g[1], g[2], int(narrow_pitch(g[0], g[1], g[2], {flags})));\n'
+        f'  std::printf("%d %d\\n", int(narrow_pitch(4096, 4096, 16, {flags})), int(narrow_pitch(1024, 4096, 4096, {flags})));\n'
+        "}\n"
+    )  # fmt: skip
+    exe = tmp_path / "pitch"
+    build = subprocess.run([gxx, "-std=c++17", str(prog), "-o", str(exe)], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    lines = [list(map(int, line.split())) for line in subprocess.run(
+        [str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()]  # fmt: skip
+    *groups, example = lines
+    assert len(groups) == 3 and all(flag == 1 for *_, flag in groups)
+    narrowest = {"A": 64, "B": 64, "D": 64}
+    for m, n, k, _ in groups:
+        assert (k % align_a == 0 if a_row else m % align_a == 0) and (
+            n % align_b == 0 if b_row else k % align_b == 0
+        )
+        assert n % align_d == 0
+        pitches = {
+            "A": (k if a_row else m) * bits_a // 8,
+            "B": (n if b_row else k) * bits_b // 8,
+            "D": n * bits_d // 8,
+        }
+        narrowest = {side: min(narrowest[side], p) for side, p in pitches.items()}
+    # each operand reaches the narrowest pitch a legal group can have (16 B unless another operand's
+    # alignment forces a wider extent, as a 4-bit B does for N)
+    legal = {
+        "A": (align_k if a_row else align_m) * bits_a // 8,
+        "B": (align_n if b_row else align_k) * bits_b // 8,
+        "D": align_n * bits_d // 8,
+    }
+    assert narrowest == {side: min(64, p) for side, p in legal.items()} and min(narrowest.values()) <= 32
+    assert groups[0][0] % wg[0] != 0  # a partial M tile
+    # the example's K=16 group: 32-byte rows of row-major bf16 A; 1024x4096x4096 is wide everywhere
+    assert example[1] == 0
+    if layout[0] == "r" and bits_a == 16:
+        assert example[0] == 1
