@@ -38,6 +38,11 @@ class CheckResult(BaseModel):
     def rules(self) -> list[str]:
         return [v.rule for v in self.violations]
 
+    def experimental(self) -> list[str]:
+        """Messages of the warnings that label a config experimental (a rule name containing
+        ``experimental``): legal, but no build of it has run yet, so runs, plans and reports say so."""
+        return [w.message for w in self.warnings if "experimental" in w.rule]
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "valid": self.valid,

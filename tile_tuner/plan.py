@@ -80,6 +80,7 @@ def dry_run(groups: list[Any], options: Any, device: Any) -> dict[str, Any]:
                     "space_size": len(space),
                     "planned": entries,
                     "baseline": {"source": space.default_source, "note": space.default_note},
+                    "experimental": space.experimental_notes(),
                     "note": "llm/hybrid proposals need a live LLM; the plan holds the default only"
                     if proposer is None
                     else "",

@@ -205,11 +205,20 @@ def problems_of(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+def experimental_notes(workload: dict[str, Any]) -> list[str]:
+    """The workload's experimental labels (absent in documents written before they existed)."""
+    return [str(n) for n in workload.get("experimental") or []]
+
+
 def confirmation_notes(doc: dict[str, Any]) -> list[str]:
-    """Plain-words lines per workload: the verdict against the vendor library (a winner slower than the
-    vendor is said so), a winner that changed in confirmation, unstable contenders, and why a
-    confirmation or a baseline did not run."""
-    lines: list[str] = []
+    """Plain-words lines per workload: an experimental label (no build of the element types has run
+    yet), the verdict against the vendor library (a winner slower than the vendor is said so), a winner
+    that changed in confirmation, unstable contenders, and why a confirmation or a baseline did not run."""
+    lines: list[str] = [
+        f"EXPERIMENTAL: {wl['name']}: {note}"
+        for wl in doc.get("workloads", [])
+        for note in experimental_notes(wl)
+    ]
     for wl in doc.get("workloads", []):
         conf = wl.get("confirmation")
         if not conf:

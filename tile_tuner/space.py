@@ -124,6 +124,16 @@ class SearchSpace:
             )
             return ranked[0]
 
+    def experimental_notes(self) -> list[str]:
+        """Why the baseline config of this problem is experimental (the model's ``experimental`` warnings;
+        for the Xe models an element-type combination no icpx build has run yet), or nothing."""
+        try:
+            check = self.model.check(self.default(), self.problem)
+        except Exception:  # noqa: BLE001 - no default at all: nothing to label
+            return []
+        experimental = getattr(check, "experimental", None)
+        return list(experimental()) if callable(experimental) else []
+
     def estimate(self, cfg: Any) -> float:
         key = config_key(cfg)
         if key not in self._estimates:

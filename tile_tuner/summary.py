@@ -74,6 +74,8 @@ def summarize_state(s: WorkloadState, target: str, device: Any, kernel: Any) -> 
             "source": getattr(s.space, "default_source", "library"),
             "note": getattr(s.space, "default_note", ""),
         },
+        # legal but never built and run by anyone (the model's experimental warnings): results need confirming
+        "experimental": s.space.experimental_notes() if hasattr(s.space, "experimental_notes") else [],
         "measured_configs": s.measured,
         "best_trace_ms": s.best_trace,
         "stop_reason": s.stop_reason,

@@ -268,6 +268,9 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  {p['kernel']}: {p['project']} ({p['programs']} programs)")
                 for c in p["commands"]:
                     print(f"    {c}")
+            for wl in doc["workloads"]:
+                for note in wl.get("experimental") or []:
+                    print(f"EXPERIMENTAL: {wl['name']}: {note}")
         return 0
     paths = report.write_all(doc, out_dir, plots=not args.no_plots)
     if extras.get("output"):  # the batch file's own output: in Xe-Forge's schema for its files

@@ -111,6 +111,7 @@ def test_narrow_row_pitches_are_a_warning() -> None:
     assert narrow.valid
     msgs = [w.message for w in narrow.warnings if w.rule == "xe.pitch_64"]
     assert msgs and all(m.startswith("group 0: A: row pitch 32 B (K=16)") for m in msgs)
+    assert all("narrow_pitch check problem" in m for m in msgs)  # what the program then verifies
     wide = BMG.check(cfg, _problem("grouped_gemm", {"shapes": [[1024, 4096, 4096]]}))
     assert "xe.pitch_64" not in {w.rule for w in wide.warnings}
 
@@ -150,3 +151,20 @@ def test_no_library_default_is_its_own_error_and_the_space_falls_back_to_the_mod
     library = SearchSpace(BMG, "fa_prefill", "bf16", _prefill(2048, 2048))
     library.default()
     assert library.default_source == "library" and library.default_note == ""
+
+
+def test_experimental_label_reaches_the_search_space_and_the_report() -> None:
+    """The label is not only a model warning: the tuner's space names it for the workload, and the run
+    report prints it (the run JSON's ``experimental`` list)."""
+    from kernelpilot.tile_tuner.report import confirmation_notes
+    from kernelpilot.tile_tuner.space import SearchSpace
+
+    notes = {}
+    for dtype in ("bf16", {"a": "bf16", "b": "s8"}):
+        problem = _problem("gemm", {"M": 1024, "N": 1024, "K": 1024}, dtype)
+        notes[str(dtype)] = SearchSpace(BMG, "gemm", problem["dtype"], problem).experimental_notes()
+    assert notes["bf16"] == []
+    (mixed,) = notes[str({"a": "bf16", "b": "s8"})]
+    assert mixed.startswith("experimental: ") and "no icpx build" in mixed
+    lines = confirmation_notes({"workloads": [{"name": "w", "experimental": [mixed]}, {"name": "v"}]})
+    assert lines == [f"EXPERIMENTAL: w: {mixed}"]

@@ -122,3 +122,22 @@ def test_head_dim_without_library_default_tunes_from_the_models_best_config(cli,
     assert first["is_default"] and first["valid"] and first["label"] in workload["baseline"]["note"]
     # it is the cost model's best: no planned config is estimated faster
     assert first["estimate_s"] == min(e["estimate_s"] for e in workload["planned"])
+
+
+def test_dry_run_labels_4bit_gemm_experimental(cli, tmp_path: Path) -> None:
+    """4-bit (and mixed-type) dense GEMM is experimental until an icpx build has run one: the dry run says
+    so on the console and in plan.json; a bf16 workload of the same file is not labelled."""
+    spec = tmp_path / "int4.yaml"
+    spec.write_text(
+        "target: bmg\ndefaults: {kernel: gemm, budget_configs: 1}\nworkloads:\n"
+        "  - {name: w4, dtype: s4, dims: {M: 1024, N: 1024, K: 1024}}\n"
+        "  - {name: w16, dtype: bf16, dims: {M: 1024, N: 1024, K: 1024}}\n"
+    )
+    out = tmp_path / "out"
+    env = {"KERNELPILOT_HOME": str(tmp_path / "home"), "KERNELPILOT_AOT_DEVICE": ""}
+    proc = cli("tune", str(spec), "--dry-run", "--out", str(out), env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    labels = [line for line in proc.stdout.splitlines() if line.startswith("EXPERIMENTAL:")]
+    assert len(labels) == 1 and labels[0].startswith("EXPERIMENTAL: w4: experimental: s4 dense GEMM")
+    plan = {w["name"]: w for w in json.loads((out / "plan.json").read_text())["workloads"]}
+    assert plan["w16"]["experimental"] == [] and "no icpx build" in plan["w4"]["experimental"][0]
