@@ -60,8 +60,12 @@ KIND_ORDER = ("fa_prefill", "fa_decode", "moe_gemm", "grouped_gemm")  # most dec
 NCU_WORKLOAD = "m2048_n7168_k18432"
 
 
-def batches(work: Path) -> dict[str, Path]:
-    """One batch file per phase: the GEMM shapes, then each kind's workloads of cuda_kinds_common."""
+def batches(
+    work: Path, budgets: dict[str, int] | None = None, only: set[str] | None = None
+) -> dict[str, Path]:
+    """One batch file per phase: the GEMM shapes, then each kind's workloads of cuda_kinds_common
+    (``only``: just these workload names; ``budgets``: configs per workload, default included, by kind or
+    by workload name, the name winning)."""
     import yaml
 
     docs: dict[str, Any] = {
@@ -81,12 +85,16 @@ def batches(work: Path) -> dict[str, Path]:
                 "kernel": kind,
                 "dtype": "bf16",
                 "proposer": "model",
-                "budget_configs": KIND_BUDGET[kind],
+                "budget_configs": (budgets or {}).get(kind, KIND_BUDGET[kind]),
             },
-            "workloads": [{"name": name, "dims": dims} for name, dims in table[kind].items()],
-        }
+            "workloads": [{"name": name, "dims": dims,
+                           **({"budget_configs": budgets[name]} if name in (budgets or {}) else {})}
+                          for name, dims in table[kind].items() if only is None or name in only],
+        }  # fmt: skip
     out = {}
     for name, doc in docs.items():
+        if not doc["workloads"]:
+            continue
         out[name] = work / f"{name}.yaml"
         out[name].write_text(yaml.safe_dump(doc, sort_keys=False))
     return out
@@ -363,12 +371,19 @@ def main() -> int:
     ap.add_argument("--deadline-s", type=float, default=510.0, help="seconds from start by which all ends")
     ap.add_argument("--phases", default="plan,build,gemm,ncu,fa_prefill,fa_decode,moe_gemm,grouped_gemm")
     ap.add_argument("--plan-only", action="store_true", help="write batches and dry-run plans, then stop")
+    ap.add_argument("--workloads", default="", help="comma list: only these workloads of the kinds")
+    ap.add_argument(
+        "--budget",
+        default="",
+        help="comma list kind=N or workload=N: configs per workload (default included)",
+    )
+    ap.add_argument("--cache", default="", help="build cache (default WORK/cache), e.g. one filled on a CPU")
     args = ap.parse_args()
     t_start = time.time()
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
-    log, cache = out / "log.txt", work / "cache"
+    log, cache = out / "log.txt", Path(args.cache) if args.cache else work / "cache"
     phases = ["plan"] if args.plan_only else args.phases.split(",")
     summary: dict[str, Any] = {
         "what": "confirmed tuning winners and vendor baselines on the H200 (kernelpilot tune, confirmation on)",
@@ -386,7 +401,9 @@ def main() -> int:
     def left() -> float:
         return args.deadline_s - (time.time() - t_start)
 
-    files = {k: v for k, v in batches(work).items() if k in phases or args.plan_only}
+    budgets = {k: int(v) for k, v in (x.split("=") for x in args.budget.split(",") if x)}
+    only = set(args.workloads.split(",")) if args.workloads else None
+    files = {k: v for k, v in batches(work, budgets, only).items() if k in phases or args.plan_only}
     summary["batches"] = {k: v.read_text() for k, v in files.items()}
     plans: dict[str, Any] = {}
     if "plan" in phases:

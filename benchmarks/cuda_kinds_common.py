@@ -85,6 +85,15 @@ FA_DECODE_WORKLOADS: dict[str, dict[str, Any]] = {
         "seq_kv": 4096,
         "head_dim": 64,
     },
+    # Llama-3-8B long-context decode (32 q / 8 kv heads, head dim 128; 32k tokens of KV cache, 4
+    # sequences): 4 x 8 = 32 CTAs leave 100 of 132 SMs idle without split-KV
+    "llama3_8b_decode_b4_kv32k": {
+        "batch": 4,
+        "num_heads_q": 32,
+        "num_heads_kv": 8,
+        "seq_kv": 32768,
+        "head_dim": 128,
+    },
 }
 
 # examples/88_hopper_fmha/88_hopper_fmha.cu run_fwd_64 / run_fwd_128: (schedule, QO, KV); first = default

@@ -53,6 +53,8 @@ SCHEDULE_ALIASES = {
 #: (kernel/fmha_kernel_tma_warpspecialized.hpp Consumer0..3) and Option<Tag::kBlocksPerSM> for KernelTma
 WARPGROUPS = (2, 3, 4)
 BLOCKS_PER_SM = (1, 2, 3, 4)
+#: split-KV chunk counts (flash-decoding; the program's combine kernel keeps a weight per chunk in registers)
+SPLITS = (2, 4, 8, 16)
 TOL = {"bf16": (2e-2, 2e-2), "f16": (5e-3, 5e-3)}  # (atol, rtol) on O; P is rounded to 16 bit in-kernel
 FA_KEYS = {"batch", "num_heads_q", "num_heads_kv", "seq_qo", "seq_kv", "head_dim", "causal"}
 MAX_SEQ = 1 << 20
@@ -94,6 +96,11 @@ def normalize_fmha_config(config: Any, head_dim: int | None = None) -> dict[str,
         if schedule != "tma" or blocks not in BLOCKS_PER_SM:
             raise ValueError(f"FMHA blocks_per_sm={blocks}: the tma schedule takes {list(BLOCKS_PER_SM)}")
         out["blocks_per_sm"] = blocks
+    splits = int(c.get("splits") or 0)
+    if splits:
+        if splits not in SPLITS:
+            raise ValueError(f"FMHA splits={splits}: split-KV takes {list(SPLITS)} chunks (0 = no split)")
+        out["splits"] = splits
     return out
 
 
@@ -102,7 +109,8 @@ def fmha_label(cfg: dict[str, Any]) -> str:
     st = f"_s{cfg['stages']}" if cfg["stages"] else ""
     wg = f"_wg{cfg['warpgroups']}" if cfg.get("warpgroups") else ""
     bps = f"_b{cfg['blocks_per_sm']}" if cfg.get("blocks_per_sm") else ""
-    return f"{cfg['schedule'][:4]}_{t[0]}x{t[1]}x{t[2]}{st}{wg}{bps}"
+    sk = f"_sk{cfg['splits']}" if cfg.get("splits") else ""
+    return f"{cfg['schedule'][:4]}_{t[0]}x{t[1]}x{t[2]}{st}{wg}{bps}{sk}"
 
 
 def _bool(value: Any, field: str) -> bool:
@@ -209,6 +217,8 @@ def kernel_context(cfg: dict[str, Any], dtype: str, causal: bool) -> dict[str, A
 def render_fmha_program(kind: str, cfg: dict[str, Any], problem: dict[str, Any]) -> RenderedProgram:
     from kernelpilot.dsl_plugins.cuda.gemm import template_env
 
+    if cfg.get("splits") and problem["causal"]:
+        raise ValueError("FMHA split-KV needs a problem without the causal mask (the mask is per chunk)")
     dtype = problem.get("dtype", "bf16")
     atol, rtol = TOL[dtype]
     public = {**cfg, "dtype": dtype, "causal": problem["causal"]}
@@ -221,6 +231,7 @@ def render_fmha_program(kind: str, cfg: dict[str, Any], problem: dict[str, Any])
             config_json=c_string(json.dumps(public, separators=(",", ":"))),
             atol=atol,
             rtol=rtol,
+            splits=cfg.get("splits", 0),
             **kernel_context(cfg, dtype, bool(problem["causal"])),
         )
     )

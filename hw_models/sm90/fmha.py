@@ -34,14 +34,14 @@ from kernelpilot.hw_models.base import (
     int_value,
     reject_unknown_fields,
 )
-from kernelpilot.hw_models.catalogue import Device
+from kernelpilot.hw_models.catalogue import Device, get_device
 from kernelpilot.hw_models.dtypes import DTypePair, parse_dtype
 from kernelpilot.hw_models.problems import attention_dims
 from kernelpilot.hw_models.sm90.gemm import round_up, swizzle_alignment
 from kernelpilot.hw_models.types import CheckResult, Collector, TileConfig
 
 FA_SCHEDULES = ("tma", "cooperative", "pingpong")
-FA_FIELDS = ("kernel", "dtype", "tile", "schedule", "stages", "warpgroups", "blocks_per_sm")
+FA_FIELDS = ("kernel", "dtype", "tile", "schedule", "stages", "warpgroups", "blocks_per_sm", "splits")
 FA_DTYPES = ("bf16", "f16", "e4m3", "e5m2")
 DEFAULT_KV_STAGES = 5
 #: KernelTma (not warp-specialized) defaults to 4 K/V stages: collective/fmha_collective_tma.hpp:63
@@ -69,6 +69,15 @@ FA_REGISTER_HEADROOM = 48
 #: kernel's ``__launch_bounds__`` minimum blocks per SM, so it caps registers at 64K / (128 x N)
 FA_TMA_BLOCKS_PER_SM = (1, 2, 3, 4)
 DEFAULT_TMA_BLOCKS_PER_SM = 2
+TMA_REGISTER_OVERHEAD = 58
+#: split-KV (flash-decoding) chunk counts of the project's FMHA program (cpp_templates/cuda/fmha_sm90.cu.j2):
+#: the K/V of each (batch, head) cut into this many chunks, each a "head" of the collective's grid, then a
+#: combine kernel; decode only, no causal mask, and every chunk a multiple of 8 keys
+FA_SPLITS = (2, 4, 8, 16)
+#: replicate-Q and combine launches of a split-KV program (each a small kernel after/before the FMHA)
+FA_SPLIT_LAUNCH_S = 2.5e-6
+#: grid y of the split program is batch x heads (CUDA's limit for gridDim.y)
+MAX_GRID_Y = 65535
 INSTANTIATED_HEAD_DIMS = (32, 64, 128, 256)
 #: seconds per attention score per CTA for the softmax (fit to the H200 d64/d128 measurements)
 FA_SOFTMAX_S_PER_SCORE = {"tma": 1.2e-10, "cooperative": 1.0e-10, "pingpong": 0.9e-10}
@@ -86,6 +95,8 @@ class Sm90FmhaConfig(TileConfig):
     warpgroups: int = 0
     #: KernelTma only: the launch bound's blocks per SM (0 = the kernel's default, 2)
     blocks_per_sm: int = 0
+    #: split-KV chunks (0 = none): decode programs that leave SMs idle
+    splits: int = 0
 
     @property
     def mma_warpgroups(self) -> int:
@@ -112,11 +123,19 @@ class Sm90FmhaConfig(TileConfig):
         supply = (65536 // threads // 8) * 8 * threads // 128
         return ((supply - 24) // n // 8) * 8
 
+    def tma_registers(self) -> int:
+        """Registers per thread of a KernelTma build: the S + O accumulators plus 58, capped by the launch
+        bound (ptxas -v, nvcc 13.0: 154 for 64x128x64 at the default bound, and at blocks_per_sm=3)."""
+        return min(self.mma_register_limit(), self.acc_registers() + TMA_REGISTER_OVERHEAD)
+
     def resident_blocks(self) -> int:
-        """Blocks of this kernel one SM holds, by shared memory (and, for KernelTma, the launch bound)."""
+        """Blocks of this kernel one SM holds: by shared memory and, for KernelTma (128 threads), by the
+        registers it uses (allocated in units of 8 per thread).  The launch bound is a minimum, not a cap:
+        64x128x64 at the default bound of 2 already fits 3 blocks (154 registers, 74 KB)."""
         by_smem = max(1, SM_SMEM_BYTES // (self.smem_bytes() + SMEM_PER_BLOCK_RESERVED))
         if self.schedule == "tma":
-            return min(by_smem, self.tma_blocks_per_sm)
+            by_regs = 65536 // (round_up(self.tma_registers(), 8) * 128)
+            return max(1, min(by_smem, by_regs))
         return 1
 
     @property
@@ -186,6 +205,8 @@ class Sm90FmhaConfig(TileConfig):
             out["warpgroups"] = self.warpgroups
         if self.blocks_per_sm:
             out["blocks_per_sm"] = self.blocks_per_sm
+        if self.splits:
+            out["splits"] = self.splits
         return out
 
     def label(self) -> str:
@@ -193,7 +214,8 @@ class Sm90FmhaConfig(TileConfig):
         st = f"_s{self.stages}" if self.stages else ""
         wg = f"_wg{self.warpgroups}" if self.warpgroups else ""
         bps = f"_b{self.blocks_per_sm}" if self.blocks_per_sm else ""
-        return f"{self.tile[0]}x{self.tile[1]}x{self.tile[2]}_{sched}{st}{wg}{bps}"
+        sk = f"_sk{self.splits}" if self.splits else ""
+        return f"{self.tile[0]}x{self.tile[1]}x{self.tile[2]}_{sched}{st}{wg}{bps}{sk}"
 
 
 def parse_fmha(raw: dict[str, Any], kernel: str, where: str) -> Sm90FmhaConfig:
@@ -208,6 +230,7 @@ def parse_fmha(raw: dict[str, Any], kernel: str, where: str) -> Sm90FmhaConfig:
         stages=int_value(raw.get("stages", 0), where, "stages", minimum=0),
         warpgroups=int_value(raw.get("warpgroups", 0), where, "warpgroups", minimum=0),
         blocks_per_sm=int_value(raw.get("blocks_per_sm", 0), where, "blocks_per_sm", minimum=0),
+        splits=int_value(raw.get("splits", 0), where, "splits", minimum=0),
     )
 
 
@@ -310,6 +333,32 @@ def check_fmha(cfg: Sm90FmhaConfig, problem: dict[str, Any] | None) -> CheckResu
             f"blocks_per_sm={cfg.blocks_per_sm} but only {fit} blocks of {smem} B shared memory fit one SM "
             f"({SM_SMEM_BYTES} B, {SMEM_PER_BLOCK_RESERVED} B reserved per block)",
         )
+    if cfg.splits:
+        out.require(
+            cfg.splits in FA_SPLITS,
+            "sm90.fa.splits",
+            f"splits={cfg.splits}: split-KV takes {FA_SPLITS} chunks (0 = no split)",
+        )
+        out.require(
+            cfg.kernel == "fa_decode",
+            "sm90.fa.splits_kind",
+            "split-KV is a decode program (fa_decode); prefill grids already fill the GPU",
+        )
+    if problem is not None and cfg.splits:
+        b, h, _, kv_len = _program_rows(problem)
+        if problem.get("causal"):
+            out.fail("sm90.fa.splits_causal", "split-KV needs a problem without the causal mask")
+        out.require(
+            kv_len % (8 * cfg.splits) == 0,
+            "sm90.fa.splits_divide",
+            f"seq_kv={kv_len} is not a multiple of 8 x splits={cfg.splits} (every chunk holds the same "
+            "number of keys, a multiple of 8: 16-byte TMA rows)",
+        )
+        out.require(
+            b * h <= MAX_GRID_Y,
+            "sm90.fa.splits_grid",
+            f"batch x heads = {b * h} > {MAX_GRID_Y}: the split program's grid y",
+        )
     if problem is not None:
         check_problem_dtype(cfg.dtype, problem, out, "sm90")
         dims = attention_dims(problem)
@@ -341,6 +390,7 @@ def enumerate_fmha(kernel: str, pair: DTypePair, problem: dict[str, Any] | None)
         for schedule in FA_SCHEDULES:
             if schedule == "tma":
                 fams = [dict(tile_q=64, blocks_per_sm=b, stages=st) for b, st in TMA_FAMILIES]
+                fams = [f for f in fams if not f["blocks_per_sm"] or _raises_occupancy(f, pair, d, kernel)]
             else:
                 fams = [dict(tile_q=qo, warpgroups=wg) for wg, qo in WS_ROW_FAMILIES]
             for fam in fams:
@@ -351,6 +401,37 @@ def enumerate_fmha(kernel: str, pair: DTypePair, problem: dict[str, Any] | None)
                     )
                     if check_fmha(cfg, problem).valid:
                         yield cfg
+                        for n in split_counts(cfg, problem):
+                            split = cfg.model_copy(update={"splits": n})
+                            if check_fmha(split, problem).valid:
+                                yield split
+
+
+def _raises_occupancy(fam: dict[str, int], pair: DTypePair, d: int, kernel: str) -> bool:
+    """A launch bound is worth a build only where it lets more blocks reside than the default bound
+    (else the compiler already fits them: the same binary under another name)."""
+
+    def blocks(b: int, kv: int) -> int:
+        return Sm90FmhaConfig(
+            kernel=kernel, dtype=pair, tile=(64, kv, d), schedule="tma", blocks_per_sm=b, stages=fam["stages"]
+        ).resident_blocks()
+
+    return any(blocks(fam["blocks_per_sm"], kv) > blocks(0, kv) for kv in (64, 128, 256))
+
+
+def split_counts(cfg: Sm90FmhaConfig, problem: dict[str, Any] | None, cores: int | None = None) -> list[int]:
+    """Split-KV chunk counts worth trying: only for decode grids that leave SMs idle (at most half the
+    SMs x resident blocks of the target's default device), up to the count that fills about two waves,
+    each chunk keeping at least two KV tiles."""
+    if problem is None or cfg.kernel != "fa_decode" or problem.get("causal"):
+        return []
+    cores = cores or get_device("h200").cores
+    b, h, rows, kv_len = _program_rows(problem)
+    ctas = b * h * ceil_div(rows, cfg.tile[0])
+    slots = cores * cfg.resident_blocks()
+    if 2 * ctas > slots:
+        return []
+    return [n for n in FA_SPLITS if ctas * n <= 2 * slots and kv_len // n >= 2 * cfg.tile[1]]
 
 
 def default_fmha(kernel: str, pair: DTypePair, problem: dict[str, Any] | None) -> Sm90FmhaConfig:
@@ -384,6 +465,8 @@ def neighbours_fmha(cfg: Sm90FmhaConfig) -> list[Sm90FmhaConfig]:
         {"stages": max(2, cfg.kv_stages - 1)},
         {"stages": cfg.kv_stages + 1},
     ] + [{"schedule": s, "blocks_per_sm": 0, "warpgroups": 0} for s in FA_SCHEDULES if s != cfg.schedule]
+    if cfg.kernel == "fa_decode":
+        cands += [{"splits": n} for n in (cfg.splits * 2, cfg.splits // 2 if cfg.splits > 2 else 0, 2)]
     if cfg.schedule == "tma":
         cands += [{"blocks_per_sm": b} for b in FA_TMA_BLOCKS_PER_SM if b != cfg.tma_blocks_per_sm]
     else:
@@ -420,14 +503,12 @@ FA_RESCALE_PS = 31.5
 #: fraction of the dense bf16 peak the two GEMMs reach (d128 coop 128x128: 119 ps/score at 512 FLOP)
 FA_MMA_EFFICIENCY = 0.57
 #: one warpgroup's dependent chain per KV step (QK GEMM, softmax, PV GEMM) per score of its rows, and
-#: for KernelTma (loads issued from the MMA warpgroup itself) the load latency it exposes; KernelTma
-#: streaming K/V from HBM also reaches only 1/1.65 of its L2-fed softmax throughput.  Fit to the runs:
-#: d64 decode tma 64x128 (2 blocks/SM): 2.4 us per CTA step; d64 decode coop 128x64: 0.84 us per step;
-#: d128 decode tma 64x128 (1 block/SM, bandwidth-bound): at most 1.92 us; d64 prefill tma 64x128:
-#: 88 ps/score at 2 blocks/SM
+#: for KernelTma (loads issued from the MMA warpgroup itself) the load latency it exposes.  Fit to the
+#: runs: d64 decode tma 64x128 (3 blocks/SM: a full wave bandwidth-bound, then 116 CTAs alone on their
+#: SMs at chain speed); d64 decode coop 128x64: 0.84 us per step; d128 decode tma 64x128 (1 block/SM,
+#: bandwidth-bound at 1.92 us per step); d64 prefill tma 64x128 (throughput-bound)
 FA_CHAIN_PS = {"tma": 150.0, "ws": 205.0}
 FA_TMA_LOAD_LATENCY_S = {"hbm": 0.6e-6, "l2": 0.2e-6}
-FA_TMA_STREAMED_THROUGHPUT_PENALTY = 1.65
 #: schedule factors on the softmax-bound time: the persistent pingpong ran 5-8 % slower than cooperative
 #: on causal prefill (d64 and d128, tests/data/records/cuda_kinds_h200.json) but 8 % faster without a
 #: mask (d64 b4 h32 8192, docs/reference/sm90_h200_measurements.md); three MMA warpgroups (64 rows each)
@@ -447,7 +528,15 @@ def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) ->
     cores = device.cores
     causal = bool(problem.get("causal")) and rows > 1
     q_tiles = ceil_div(rows, qo)
-    ctas = b * h * q_tiles
+    splits = max(1, cfg.splits)
+    extra = 0.0
+    if cfg.splits:
+        # each chunk is a CTA of kv_len / splits keys; then replicate Q and combine the partial O / LSE
+        el_b = cfg.dtype.bits_a / 8
+        partial = b * h * splits * rows * d * (2 * el_b + 4 / d)
+        extra = 2 * FA_SPLIT_LAUNCH_S + partial / (device.bandwidth_gbs() * 1e9 * 0.5)
+        kv_len //= splits
+    ctas = b * h * q_tiles * splits
     resident = cfg.resident_blocks()
     # average KV steps per CTA (causal: the diagonal half plus the masked diagonal tile)
     steps = ceil_div(kv_len, kv) if not causal else ceil_div(kv_len, kv) / 2 + qo / (2 * kv)
@@ -466,8 +555,6 @@ def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) ->
     chain = (scores / cfg.mma_warpgroups) * FA_CHAIN_PS["tma" if tma else "ws"] * 1e-12 * spill
     if tma:
         chain += FA_TMA_LOAD_LATENCY_S["hbm" if streamed else "l2"]
-        if streamed:
-            throughput *= FA_TMA_STREAMED_THROUGHPUT_PENALTY
     bw_sm = device.bandwidth_gbs() * 1e9 * 0.92 / cores
     memory = 2 * kv * d * el / bw_sm if streamed else 0.0
     # waves: the CTAs resident on an SM share its throughput and bandwidth, a CTA never runs faster than
@@ -479,4 +566,4 @@ def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) ->
         step = max(throughput * per_sm, chain, memory * per_sm)
         total += steps * step + 1e-6
         left -= wave
-    return total
+    return total + extra

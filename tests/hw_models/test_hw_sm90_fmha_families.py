@@ -123,7 +123,12 @@ def test_enumeration_holds_only_legal_configs_and_renders_them(kernel: str, head
             assert SM90.check(neighbour).valid, (cfg.label(), neighbour.label())
     labels = {c.label() for c in space}
     if head_dim == 64:
-        assert {"192x128x64_coop_wg3", "64x128x64_tma_b3"} <= labels, sorted(labels)
+        assert "192x128x64_coop_wg3" in labels, sorted(labels)
+    # a launch bound that lets no more blocks reside is the same binary under another name
+    assert "64x128x64_tma_b3" not in labels
+    for c in space:
+        if c.blocks_per_sm:
+            assert c.resident_blocks() > c.model_copy(update={"blocks_per_sm": 0}).resident_blocks()
     assert not any(c.schedule == "tma" and c.warpgroups for c in space)
     assert not any(c.schedule != "tma" and c.blocks_per_sm for c in space)
 
@@ -188,16 +193,102 @@ def test_cost_model_orders_every_clearly_separated_recorded_pair() -> None:
     assert pairs >= 6
 
 
+def test_tma_residency_follows_registers_and_shared_memory() -> None:
+    """ptxas -v (nvcc 13.0) gave 154 registers for 64x128x64 tma at the default launch bound and at
+    blocks_per_sm=3, so three 74 KB blocks reside either way; 64x128x128 (148 KB) fits one."""
+    assert fa((64, 128, 64), "tma").tma_registers() == 154
+    assert fa((64, 128, 64), "tma").resident_blocks() == 3
+    assert fa((64, 128, 64), "tma", blocks_per_sm=3).resident_blocks() == 3
+    assert fa((64, 128, 128), "tma").resident_blocks() == 1
+    assert fa((64, 128, 64), "tma", stages=6).resident_blocks() == 2
+
+
 def test_model_ranks_the_new_head_dim_64_families_among_its_first_proposals() -> None:
-    """With a budget of eight the model must reach the three-warpgroup and three-blocks-per-SM families
-    on the head-dim-64 prefill (what the H200 run then measures), and the measured best of the recorded
-    run (64x128x64 tma) must stay among them."""
+    """With a budget of eight the model must reach the three-warpgroup family on the head-dim-64
+    prefill (what the H200 run then measures), and the measured best of the recorded run (64x128x64
+    tma) must stay among them.  On the head-dim-64 decode (512 CTAs) it ranks first the configs whose
+    residency fills whole waves (2 or 4 blocks per SM) over the recorded 3-block winner, whose last
+    wave leaves 116 CTAs alone on their SMs."""
     ranked = sorted(
         SM90.enumerate("fa_prefill", "bf16", PREFILL_D64), key=lambda c: SM90.estimate_time_s(c, PREFILL_D64)
     )
     top = [c.label() for c in ranked[:7]]
-    assert "64x128x64_tma" in top and "64x128x64_tma_b3" in top, top
-    assert any(c.warpgroups == 3 for c in ranked[:7]), top
+    assert "64x128x64_tma" in top and any(c.warpgroups == 3 for c in ranked[:7]), top
+    decode = FmhaKernel("fa_decode").validate_problem(
+        {"batch": 64, "num_heads_q": 64, "num_heads_kv": 8, "seq_kv": 4096, "head_dim": 64}, "bf16", "w"
+    )
+    ranked = sorted(
+        SM90.enumerate("fa_decode", "bf16", decode), key=lambda c: SM90.estimate_time_s(c, decode)
+    )
+    recorded = SM90.estimate_time_s(fa((64, 128, 64), "tma", kernel="fa_decode"), decode)
+    assert ranked[0].resident_blocks() in (2, 4) and SM90.estimate_time_s(ranked[0], decode) < recorded
+    assert not any(c.splits for c in ranked)  # 512 CTAs already fill the GPU
+
+
+SMALL_DECODE = {"batch": 4, "num_heads_q": 32, "num_heads_kv": 8, "seq_kv": 32768, "head_dim": 128}
+
+
+def test_split_kv_is_offered_only_where_the_grid_leaves_sms_idle_and_wins_there() -> None:
+    """b4 x 8 kv heads = 32 CTAs on 132 SMs: the model offers split-KV chunks and ranks a split first
+    (each chunk its own CTA, about two waves at most); the default config does not split."""
+    problem = FmhaKernel("fa_decode").validate_problem(SMALL_DECODE, "bf16", "w")
+    space = list(SM90.enumerate("fa_decode", "bf16", problem))
+    splits = [c for c in space if c.splits]
+    assert splits and all(SM90.check(c, problem).valid for c in splits)
+    best = min(space, key=lambda c: SM90.estimate_time_s(c, problem))
+    assert best.splits >= 2
+    default = SM90.default_config("fa_decode", "bf16", problem)
+    assert not default.splits and SM90.estimate_time_s(best, problem) < 0.5 * SM90.estimate_time_s(
+        default, problem
+    )
+    for c in splits:  # never more than about two waves of chunks
+        assert 8 * 4 * c.splits <= 2 * 132 * c.resident_blocks()
+
+
+@pytest.mark.parametrize(
+    ("raw", "dims", "rule"),
+    [
+        ({"splits": 3}, SMALL_DECODE, "sm90.fa.splits"),
+        ({"splits": 4, "kernel": "fa_prefill"}, None, "sm90.fa.splits_kind"),
+        ({"splits": 16}, {**SMALL_DECODE, "seq_kv": 32768 + 64}, "sm90.fa.splits_divide"),
+        ({"splits": 2}, {**SMALL_DECODE, "seq_qo": 4, "seq_kv": 4, "causal": True}, "sm90.fa.splits_causal"),
+    ],
+)
+def test_split_kv_rules(raw, dims, rule) -> None:
+    cfg = SM90.parse_config({"kernel": "fa_decode", "tile": [64, 128, 128], "schedule": "tma", **raw})
+    problem = FmhaKernel(cfg.kernel).validate_problem(dims, "bf16", "w") if dims else None
+    res = SM90.check(cfg, problem)
+    assert not res.valid and rule in res.rules(), res.rules()
+
+
+def test_split_kv_renders_the_combine_path_and_leaves_other_programs_unchanged() -> None:
+    plugin = FmhaKernel("fa_decode")
+    problem = plugin.validate_problem(SMALL_DECODE, "bf16", "w")
+    split = next(
+        iter(
+            plugin.render(
+                {"tile": [64, 128], "schedule": "tma", "splits": 8}, problem, "sm90"
+            ).sources.values()
+        )
+    )
+    assert (
+        "constexpr int kSplits = 8;" in split and "combine_splits<<<" in split and "replicate_q<<<" in split
+    )
+    assert "args{problem, {r.qs, sq, t.k, sk, t.v, sk}, {r.os, sq, r.lses, slse}, hw}" in split
+    plain = next(
+        iter(plugin.render({"tile": [64, 128], "schedule": "tma"}, problem, "sm90").sources.values())
+    )
+    assert "kSplits" not in plain and "combine_splits" not in plain
+    assert "struct Runner { Operation op; void* workspace = nullptr; };" in plain
+    assert "args{problem, {t.q, sq, t.k, sk, t.v, sk}, {t.o, sq, t.lse, slse}, hw}" in plain
+    assert plugin.render(
+        {"tile": [64, 128], "schedule": "tma", "splits": 8}, problem, "sm90"
+    ).target_name.endswith("_sk8")
+    causal = FmhaKernel("fa_prefill").validate_problem(
+        {"batch": 1, "num_heads_q": 4, "seq_qo": 256, "head_dim": 128}, "bf16", "w"
+    )
+    with pytest.raises(ValueError, match="causal"):
+        FmhaKernel("fa_prefill").render({"tile": [128, 128], "splits": 2}, causal, "sm90")
 
 
 if __name__ == "__main__":  # pragma: no cover

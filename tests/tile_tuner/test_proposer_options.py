@@ -44,7 +44,8 @@ def test_bayes_takes_startup_and_rejects_a_bad_value_naming_the_allowed_range():
     proposer = make_proposer("bayes", _space(), seed=0, startup=7)
     assert proposer.options.startup == 7 and proposer._study.sampler._n_startup_trials == 7  # noqa: SLF001
     with pytest.raises(
-        InputError, match=r"option .startup.: .*greater than or equal to 1 \(got 0\); allowed: startup \(int, >= 1, default 4"
+        InputError,
+        match=r"option .startup.: .*greater than or equal to 1 \(got 0\); allowed: startup \(int, >= 1, default 4",
     ) as err:
         make_proposer("bayes", _space(), startup=0)
     assert err.value.field == "proposer_options.startup"
