@@ -75,6 +75,14 @@ def build(entries: list[TunedEntry], model: Any) -> AttentionTable:
             cfg = normalize_fmha_config(e.config, dims["head_dim"])
         except ValueError as exc:
             raise InputError(f"{where}: {exc}", field="best.config") from exc
+        if cfg.get("splits"):
+            # the exported kernel has no combine step: running the config unsplit would not be the
+            # kernel the run measured, so say so instead of exporting something else under its name
+            raise InputError(
+                f"{where}: the tuned config {fmha_label(cfg)} uses split-KV (splits={cfg['splits']}), which "
+                "the exported attention operator does not implement; export a run without split-KV winners",
+                field="best.config.splits",
+            )
         parsed = model.parse_config({"kernel": e.kind, "dtype": e.model_dtype, **e.config}, where=where)
         res = model.check(parsed, {**dims, "dtype": e.model_dtype})
         if not res.valid:

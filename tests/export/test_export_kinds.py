@@ -398,3 +398,36 @@ def test_h200_kinds_check_plans_from_the_export(kinds_export):
         "nearest",
         "error",
     ]
+
+
+def test_split_kv_winner_is_refused_by_name() -> None:
+    """The exported attention operator has no combine step, so a split-KV winner is an input error
+    naming the field, not a silently unsplit kernel."""
+    from kernelpilot.errors import InputError
+    from kernelpilot.export.attention_ops import build
+    from kernelpilot.export.runs import TunedEntry
+    from kernelpilot.targets import get_target_model
+
+    dims = {"batch": 4, "num_heads_q": 32, "num_heads_kv": 8, "seq_kv": 32768, "head_dim": 128}
+    entry = TunedEntry(
+        kind="fa_decode",
+        dtype="bf16",
+        layout="",
+        dims=dims,
+        config={
+            "kernel": "fa_decode",
+            "dtype": "bf16",
+            "tile": [64, 128, 128],
+            "schedule": "tma",
+            "splits": 4,
+        },
+        label="64x128x128_tma_sk4",
+        runtime={},
+        time_ms=0.14,
+        time_source="confirmed",
+        origin={"run": "run.json", "workload": "llama3_8b_decode_b4_kv32k"},
+        raw_dtype="bf16",
+    )
+    with pytest.raises(InputError, match="split-KV") as err:
+        build([entry], get_target_model("sm90"))
+    assert err.value.field == "best.config.splits"
