@@ -68,6 +68,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", default="benchmarks/results")
     ap.add_argument("--prefix", default="confirm_cost_h200_")
+    ap.add_argument("--command", help="the exact device command of the call, recorded as is")
     args = ap.parse_args()
     d, p = Path(args.results), args.prefix
     driver = (d / f"{p}driver.log").read_text() if (d / f"{p}driver.log").exists() else ""
@@ -77,6 +78,8 @@ def main() -> int:
     out: dict[str, Any] = {"what": "cost of confirmation on a cold run of examples/tune_llama3_gemm_sm90.yaml "
                                    "(library defaults) and the independent check of a stream-K winner",
                            "sources": sorted(f.name for f in d.glob(f"{p}*") if f.name != f"{p}summary.json")}  # fmt: skip
+    if args.command:
+        out["device_command"] = args.command
     run_path = d / f"{p}llama3_run.json"
     if run_path.exists():
         run = json.loads(run_path.read_text())
@@ -88,7 +91,7 @@ def main() -> int:
         out["cost"] = cost(run, driver, check)
         out["gemm_library_defaults"] = table(run)
     else:
-        out["cost"] = {"error": "the cold run wrote no run.json (see the log)"}
+        out["cost"] = {"not_measured": "no cold run in this call (COLD=0: the check alone)"}
     if check:
         out["crosscheck"] = {k: check.get(k) for k in ("date", "command", "run", "vs_vendor", "checks", "wall_s",
                                                        "cpu_s")}  # fmt: skip
