@@ -9,9 +9,10 @@ Phases (in this order, each skipped with a note when the deadline would be passe
   gemm      `kernelpilot tune` on six bf16 GEMM shapes (the four of the confirmation write-up and two
             Llama-3-8B projections) with confirmation (--finalists 3 --confirm-rounds 3) and the cuBLAS
             baseline;
-  ncu       an independent check of one GEMM winner: Nsight Compute kernel durations
-            (`ncu --clock-control none`, gpu__time_duration.sum) of the tuned program and of torch.matmul
-            on the same shape; the ratio is compared with the run's `vs vendor`;
+  ncu       an independent check of one GEMM winner: `ncu --clock-control none --graph-profiling graph`
+            durations of the timed CUDA graphs of the tuned program (the run's graph length) and of the
+            cuBLAS worker on the same shape (benchmarks/confirm_crosscheck_h200.py); the ratio is
+            compared with the run's `vs vendor`;
   fa_prefill, fa_decode, moe_gemm, grouped_gemm
             `kernelpilot tune` on each kind's workloads of benchmarks/cuda_kinds_common.py, same
             confirmation; baselines: every SDPA backend (+ flash_attn), torch._grouped_mm or a torch.mm loop.
@@ -32,7 +33,6 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import threading
@@ -213,64 +213,13 @@ def table(run: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def ncu_durations(
-    argv: list[str], kernel_filter: list[str], csv_out: Path, timeout_s: float
-) -> dict[str, Any]:
-    """Median gpu__time_duration of the profiled kernels (ns -> ms) from ncu's CSV."""
-    import csv
-    import io
-
-    cmd = [
-        "ncu",
-        "--clock-control",
-        "none",
-        "--metrics",
-        "gpu__time_duration.sum",
-        "--csv",
-        *kernel_filter,
-        *argv,
-    ]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return {"error": f"{type(exc).__name__}: {exc}", "command": cmd}
-    csv_out.write_text(p.stdout + "\n# stderr\n" + p.stderr[-4000:])
-    scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}
-    times, names = [], set()
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith('"')]
-    for row in csv.DictReader(io.StringIO("\n".join(lines))):
-        if row.get("Metric Name") == "gpu__time_duration.sum":
-            times.append(
-                float(row["Metric Value"].replace(",", "")) * scale.get(row.get("Metric Unit", ""), 1e-6)
-            )
-            names.add(row.get("Kernel Name", "")[:120])
-    if not times:
-        return {"error": f"no kernel durations (rc {p.returncode}): {p.stderr[-600:]}", "command": cmd}
-    return {"median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times),
-            "sum_ms": sum(times), "kernels": len(times), "kernel_names": sorted(names),
-            "command": cmd}  # fmt: skip
-
-
-VENDOR_NCU_CALLS = 20  # the products inside the NVTX range of VENDOR_NCU_SCRIPT
-VENDOR_NCU_SCRIPT = r"""
-import sys, torch
-m, n, k = (int(x) for x in sys.argv[1:4])
-a = [torch.rand(m, k, device="cuda", dtype=torch.bfloat16) * 2 - 1 for _ in range(4)]
-b = [torch.rand(k, n, device="cuda", dtype=torch.bfloat16) * 2 - 1 for _ in range(4)]
-c = [torch.empty(m, n, device="cuda", dtype=torch.bfloat16) for _ in range(4)]
-for i in range(10):
-    torch.matmul(a[i % 4], b[i % 4], out=c[i % 4])
-torch.cuda.synchronize()
-torch.cuda.nvtx.range_push("kp_timed")
-for i in range(20):  # VENDOR_NCU_CALLS
-    torch.matmul(a[i % 4], b[i % 4], out=c[i % 4])
-torch.cuda.nvtx.range_pop()
-torch.cuda.synchronize()
-"""
-
-
 def ncu_check(run: dict[str, Any], cache: Path, out: Path, work: Path) -> dict[str, Any]:
-    """ncu kernel durations of one confirmed GEMM winner and of torch.matmul on its shape."""
+    """ncu over the same work on both sides (``confirm_crosscheck_h200``): each timed CUDA graph of the
+    confirmed GEMM winner (the run's graph length: ``--iters``) and of the cuBLAS worker is one profiled
+    workload; per launch = graph duration / launches.  Kernel durations alone would leave out the
+    per-launch workspace reset and compare one isolated kernel with back-to-back launches."""
+    import confirm_crosscheck_h200 as xc
+
     from kernelpilot.dsl_plugins.cuda.gemm import CutlassSm90Gemm
     from kernelpilot.tile_tuner.builder import BuildCache, BuildItem
 
@@ -290,27 +239,23 @@ def ncu_check(run: dict[str, Any], cache: Path, out: Path, work: Path) -> dict[s
     if binary is None:
         return {"error": f"{w['name']}: winner binary not in the cache"}
     variant = kernel.variant_from_runtime(best.get("runtime") or {}) or {}
-    argv, _ = kernel.run_command(binary, problem, {"variants": [variant], "target_ms": 2, "reps": 1})
-    tuned = ncu_durations(argv, ["-k", "regex:device_kernel", "--launch-skip", "5", "--launch-count", "15"],
-                          out / "ncu_tuned.csv", 240)  # fmt: skip
-    script = work / "ncu_vendor.py"
-    script.write_text(VENDOR_NCU_SCRIPT)
-    vendor = ncu_durations(
-        [sys.executable, str(script), str(problem["M"]), str(problem["N"]), str(problem["K"])],
-        ["--nvtx", "--nvtx-include", "kp_timed/"],
-        out / "ncu_vendor.csv",
-        240,
-    )
-    # per call: cuBLAS may split one product into several kernels (split-K + reduction), so the vendor
-    # side is every kernel inside the timed NVTX range divided by the VENDOR_NCU_CALLS products in it
-    if vendor.get("sum_ms"):
-        vendor["per_call_ms"] = vendor["sum_ms"] / VENDOR_NCU_CALLS
+    iters = max(3, int(10.0 / best["time_ms"]))  # the program's own rule at its default 10 ms target
+    argv, _ = kernel.run_command(binary, problem, {"variants": [variant]})
+    graph = ["--graph-profiling", "graph"]
+    text, _ = xc.ncu([*argv, f"--iters={iters}"], graph, out / "ncu_tuned.csv", 240)
+    tuned = xc.tuned_graph(text)
+    script = work / "vendor_under_ncu.py"
+    script.write_text(xc.VENDOR_UNDER_NCU)
+    plan = kernel.vendor_baseline(problem, "sm90", {})
+    vargv = [sys.executable, str(script), *plan.argv[3:]]  # drop "python -m module"
+    text, _ = xc.ncu(vargv, [*graph, "--nvtx", "--nvtx-include", "kp_timed/"], out / "ncu_vendor.csv", 240)
+    vendor = xc.vendor_graph(text)
     ratio = None
-    if tuned.get("median_ms") and vendor.get("per_call_ms"):
-        ratio = vendor["per_call_ms"] / tuned["median_ms"]
+    if tuned.get("per_launch_ms") and vendor.get("per_launch_ms"):
+        ratio = vendor["per_launch_ms"] / tuned["per_launch_ms"]
     run_ratio = w.get("vs_vendor")
     return {
-        "workload": w["name"], "config": best["label"], "runtime_variant": variant,
+        "workload": w["name"], "config": best["label"], "runtime_variant": variant, "iters": iters,
         "tuned": tuned, "vendor": vendor, "ncu_vs_vendor": ratio, "run_vs_vendor": run_ratio,
         "difference": (ratio / run_ratio - 1.0) if (ratio and run_ratio) else None,
         "agrees_within_3pct": (abs(ratio / run_ratio - 1.0) <= 0.03) if (ratio and run_ratio) else None,
