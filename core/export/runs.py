@@ -222,7 +222,7 @@ def load_store(path: Path, target: str) -> ExportSource:
                 kind=kernel,
                 dtype=dtype,
                 layout=layout,
-                dims={k: int(v) for k, v in json.loads(problem).items()},
+                dims=store_dims(kernel, problem, path),
                 config=cfg,
                 label=_label(cfg),
                 runtime=dict(m.runtime or {}),
@@ -238,6 +238,17 @@ def load_store(path: Path, target: str) -> ExportSource:
         )
     info = {"file": path.name, "type": "store", "target": target}
     return ExportSource(target=target, device=rows[0].key.device, entries=entries, inputs=[info])
+
+
+def store_dims(kernel: str, problem: str, path: Path) -> dict[str, Any]:
+    """A stored problem's shape: integer M, N, K for gemm, the tuner's normalized problem otherwise."""
+    dims = json.loads(problem)
+    if kernel != "gemm":
+        return dims
+    try:
+        return {k: int(v) for k, v in dims.items()}
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"a stored gemm problem is not integer M, N, K: {problem}", file=str(path)) from exc
 
 
 def _label(cfg: dict[str, Any]) -> str:

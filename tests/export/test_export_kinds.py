@@ -431,3 +431,45 @@ def test_split_kv_winner_is_refused_by_name() -> None:
     with pytest.raises(InputError, match="split-KV") as err:
         build([entry], get_target_model("sm90"))
     assert err.value.field == "best.config.splits"
+
+
+def test_store_export_of_the_kinds(tmp_path):
+    """A results store holding grouped and attention measurements (the tuner's normalized problems, as
+    `kernelpilot tune --store` records them) exports the same operators; search-time numbers only."""
+    from kernelpilot.tile_tuner.store import Measurement, MeasurementKey, ResultsStore, canonical, problem_key
+
+    store = ResultsStore(tmp_path / "kinds.sqlite")
+    wls = _workloads()
+    for name in ("llama3_8b_mlp_up_varlen8", "qwen3_30b_a3b_gate_up", "llama3_8b_prefill_4k"):
+        w = wls[name]
+        for t in w["tried"]:
+            if t["status"] != "ok":
+                continue
+            key = MeasurementKey(target="sm90", device="NVIDIA H200", toolchain="nvcc", library="cutlass 4.2.0",
+                                 template_version="1", kernel=w["kernel"], dtype="bf16",
+                                 layout=w["dims"].get("layout", "rr"), problem=problem_key(w["dims"]),
+                                 config_key=canonical(t["config"]))  # fmt: skip
+            store.record(
+                Measurement(key=key, status="ok", time_ms=t["time_ms"], runtime=t["runtime"], run_id="r1")
+            )
+    store.close()
+    r = run_cli("export", "--store", str(tmp_path / "kinds.sqlite"), "--target", "sm90", "--out", str(tmp_path / "out"),
+                "--name", "kps", "--no-bundle-cutlass", "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "out" / "dispatch.json").read_text())
+    assert doc["ops"] == ["attention", "grouped_mm", "moe_gemm"]
+    best = {n: min((t for t in wls[n]["tried"] if t["status"] == "ok"), key=lambda t: t["time_ms"])
+            for n in ("llama3_8b_mlp_up_varlen8", "qwen3_30b_a3b_gate_up", "llama3_8b_prefill_4k")}  # fmt: skip
+    grouped = {e["op"]: e for e in doc["grouped"]["entries"]}
+    kernels = {k["id"]: k for k in doc["grouped"]["kernels"] + doc["attention"]["kernels"]}
+    for op, name in (("grouped_mm", "llama3_8b_mlp_up_varlen8"), ("moe_gemm", "qwen3_30b_a3b_gate_up")):
+        e = grouped[op]
+        assert e["time_source"] == "search" and e["time_ms"] == pytest.approx(best[name]["time_ms"])
+        assert kernels[e["kernel"]]["config"]["tile"] == best[name]["config"]["tile"]
+        assert e["knobs"]["raster"] == best[name]["runtime"]["raster"]
+    (att,) = doc["attention"]["entries"]
+    assert (
+        att["key"]["seq_q"] == 4096
+        and kernels[att["kernel"]]["config"]["tile"] == best["llama3_8b_prefill_4k"]["config"]["tile"]
+    )
+    assert "search-time" in " ".join(json.loads(r.stdout)["notes"])
