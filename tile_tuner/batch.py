@@ -54,9 +54,9 @@ class Settings(BaseModel):
     layout: str | None = None
     proposer: str | None = None  # a registered proposer (checked against the registry when merged)
     proposer_options: dict[str, Any] | None = None  # checked by the proposer's options model
-    budget_configs: int | None = Field(None, ge=1, le=100000)
-    patience: int | None = Field(None, ge=1)
-    seed: int | None = Field(None, ge=0, le=2**32 - 1)  # numpy and optuna seeds are 32-bit
+    budget_configs: int | None = Field(default=None, ge=1, le=100000)
+    patience: int | None = Field(default=None, ge=1)
+    seed: int | None = Field(default=None, ge=0, le=2**32 - 1)  # numpy and optuna seeds are 32-bit
     space: dict[str, list[Any]] | None = None
 
 

@@ -404,8 +404,8 @@ def build_batch(
                     _build_now([i for i, _ in batch], recipe, cache, work_dir, jobs, timeout_s, deadline)
                 )
         finally:
-            for _, lock in batch:
-                lock.release()
+            for _, held in batch:
+                held.release()
     return outcomes
 
 

@@ -180,10 +180,16 @@ def confirm(
         "unstable_spread": options.unstable_spread,
         "finalists": rows,
         "winner": winner,
-        "winner_changed": bool(winner and search_best and winner["label"] != search_best["label"]),
+        "winner_changed": bool(
+            winner is not None and search_best is not None and winner["label"] != search_best["label"]
+        ),
         "vendor": vendor,
         "calls": calls,
-        "unstable": [r["label"] for r in [*rows, *([vendor] if vendor_c else [])] if r.get("unstable")],
+        "unstable": [
+            r["label"]
+            for r in [*rows, *([vendor] if vendor_c and vendor is not None else [])]
+            if r.get("unstable")
+        ],
     }
 
 

@@ -73,6 +73,14 @@ class TuneEngine:
         self.backend.deadline = self.deadline
         self.started = time.time()
 
+    @property
+    def results(self) -> ResultsStore:
+        """The results store: ``run_batch`` builds engines without one to validate every workload before
+        anything is written, and hands it over before the first round."""
+        if self.store is None:
+            raise RuntimeError("the tuning engine has no results store yet")
+        return self.store
+
     # ---- setup ------------------------------------------------------------------------------
     def make_state(self, w: Workload) -> WorkloadState:
         problem = self.kernel.validate_problem(w.dims, w.dtype, w.source or w.name)
@@ -159,7 +167,7 @@ class TuneEngine:
                 s.history.pending.add(key)
                 item = RoundItem(state=s, config=cfg, key=key, build=None)
                 if not self.options.remeasure and not self.options.replay:
-                    item.stored = self.store.lookup(self._key(s, key))
+                    item.stored = self.results.lookup(self._key(s, key))
                 if item.stored is None and not self.options.replay:
                     program = self.kernel.render(cfg, s.problem, self.target)
                     item.build = BuildItem.create(
@@ -202,15 +210,16 @@ class TuneEngine:
             for req, res, seconds in self.executor.measure(self.backend, reqs, self._out_of_time):
                 req.item.state.bench_s += seconds
                 if res is not None and res[0] != "not_recorded":
-                    m = self._to_measurement(req.item, *res, req.outcome)
-                    self.store.record(m)
+                    status, reason, raw, run_s = res
+                    m = self._to_measurement(req.item, status, reason, raw, run_s, req.outcome)
+                    self.results.record(m)
                     res = m
                 results[req.index] = res
 
         if self.options.replay:
             measure(requests)
         else:  # processes sharing the store measure each config once (tile_tuner.claims)
-            claims = MeasureClaims(self.store.path)
+            claims = MeasureClaims(self.results.path)
             key_of = lambda r: self._key(r.item.state, r.item.key).digest()  # noqa: E731
             lookup = self._fresh_lookup
             try:
@@ -242,7 +251,7 @@ class TuneEngine:
     def _fresh_lookup(self, req: MeasureRequest) -> Measurement | None:
         """A stored result another process recorded; with ``remeasure`` only one from after this
         run started (older rows are what the user asked to measure again)."""
-        m = self.store.lookup(self._key(req.item.state, req.item.key))
+        m = self.results.lookup(self._key(req.item.state, req.item.key))
         if m is not None and self.options.remeasure and m.created < self.started:
             return None
         return m
@@ -333,7 +342,7 @@ class TuneEngine:
         self, workloads: list[Workload], states: list[WorkloadState] | None = None
     ) -> list[WorkloadState]:
         states = states or [self.make_state(w) for w in workloads]
-        self.store.record_run(
+        self.results.record_run(
             self.run_id,
             self.options.command,
             {"target": self.target, "workloads": [w.name for w in workloads]},

@@ -137,7 +137,7 @@ def plot_convergence(
     if curves:
         for name, traces in curves.items():
             for i, tr in enumerate(traces):
-                ys = [y for y in tr]
+                ys: Any = list(tr)  # None (nothing measured yet) is drawn as a gap
                 ax.plot(range(1, len(ys) + 1), ys, label=name if i == 0 else None, alpha=0.8)
         ax.set_ylabel("best-so-far / exhaustive best")
     else:
@@ -146,7 +146,8 @@ def plot_convergence(
             best = min((t for t in tr if t), default=None)
             if not best:
                 continue
-            ax.plot(range(1, len(tr) + 1), [(t / best) if t else None for t in tr], label=wl["name"])
+            ratios: Any = [(t / best) if t else None for t in tr]  # None is drawn as a gap
+            ax.plot(range(1, len(tr) + 1), ratios, label=wl["name"])
         ax.set_ylabel("best-so-far time / final best")
     ax.set_xlabel("measured configs")
     ax.axhline(1.02, color="grey", ls=":", lw=1)

@@ -166,7 +166,7 @@ def attention(
     out: dict[str, dict[str, Any]] = {}
     ref = None
     for name in backends:
-        backend = getattr(SDPBackend, name, None) if name != "DEFAULT" else contextlib.nullcontext
+        backend: Any = getattr(SDPBackend, name, None) if name != "DEFAULT" else contextlib.nullcontext
         key = f"sdpa:{name.lower()}"
         if backend is None:
             out[key] = {"skipped": f"torch {torch.__version__} has no SDPBackend.{name}"}
@@ -180,13 +180,14 @@ def attention(
         for bufs, gqa, note in variants:
             try:
                 with sdpa_kernel(backend) if name != "DEFAULT" else contextlib.nullcontext():
-                    y = F.scaled_dot_product_attention(*bufs[0], is_causal=causal, enable_gqa=gqa)
+                    q, k, v = bufs[0]
+                    y = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
                     if ref is None:
                         ref = y.float()
                     rel = float((y.float() - ref).norm() / ref.norm().clamp_min(1e-30))
                     if not rel < 2e-2:
                         raise ValueError(f"result differs from the first backend's (rel err {rel:.3g})")
-                    fns = [(lambda x=x, gq=gqa: F.scaled_dot_product_attention(*x, is_causal=causal,
+                    fns = [(lambda x=x, gq=gqa: F.scaled_dot_product_attention(x[0], x[1], x[2], is_causal=causal,
                                                                                enable_gqa=gq))
                            for x in bufs]  # fmt: skip
                     out[key] = {**time_calls(fns, device, rule), "note": note}
@@ -207,8 +208,8 @@ def attention(
             bshd = [
                 tuple(t.transpose(1, 2).contiguous() for t in s) for s in sets
             ]  # (B, S, H, D), GQA native
-            fns = [(lambda x=x: flash_attn_func(*x, causal=causal)) for x in bshd]
-            out["flash_attn"] = {**time_calls(fns, device, rule), "version": fa_version}
+            calls = [(lambda x=x: flash_attn_func(*x, causal=causal)) for x in bshd]
+            out["flash_attn"] = {**time_calls(calls, device, rule), "version": fa_version}
         except Exception as exc:  # noqa: BLE001
             out["flash_attn"] = _error(exc)
     return out

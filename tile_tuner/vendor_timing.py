@@ -22,7 +22,7 @@ import math
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,7 +72,7 @@ def _events(device: str):
     return None
 
 
-def time_calls(fns: list[Callable[[], Any]], device: str, rule: Rule) -> dict[str, Any]:
+def time_calls(fns: Sequence[Callable[[], Any]], device: str, rule: Rule) -> dict[str, Any]:
     """Median/min/max ms per call over ``rule.reps`` repetitions, cycling through ``fns`` (one per
     rotating buffer set).  ``graph`` says whether the timed calls were replayed from a CUDA graph."""
     n = len(fns)
@@ -130,7 +130,7 @@ def time_calls(fns: list[Callable[[], Any]], device: str, rule: Rule) -> dict[st
     }
 
 
-def _capture(fns: list[Callable[[], Any]], iters: int, device: str):
+def _capture(fns: Sequence[Callable[[], Any]], iters: int, device: str):
     """A CUDA graph of ``iters`` calls (rotating buffers), replayed once untimed; None if not capturable."""
     if device != "cuda":
         return None

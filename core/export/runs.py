@@ -88,7 +88,9 @@ def _confirmed(wl: dict[str, Any], best: dict[str, Any]) -> tuple[float | None, 
     the search saw); the vendor baseline of the same rounds is ``vendor.confirmed_ms`` and
     ``vs_vendor`` = vendor / winner.  Numbers a run does not have are never invented."""
     conf = _num(best.get("confirmed_ms")) if best.get("confirmed", True) else None
-    vendor_doc = wl.get("vendor") if isinstance(wl.get("vendor"), dict) else {}
+    vendor_doc = wl.get("vendor")
+    if not isinstance(vendor_doc, dict):
+        vendor_doc = {}
     vendor = _num(vendor_doc.get("confirmed_ms"))
     ratio = _num(wl.get("vs_vendor"))
     if ratio is None and vendor is not None:
@@ -208,14 +210,14 @@ def load_store(path: Path, target: str) -> ExportSource:
         raise InputError(f"not a kernelpilot results store: {exc}", file=str(path)) from exc
     if not rows:
         raise InputError(f"holds no 'ok' measurement for target {target!r}", file=str(path), field="target")
-    best: dict[tuple[str, str, str, str], Any] = {}
+    best: dict[tuple[str, str, str, str], tuple[float, Any]] = {}  # key -> (time_ms, measurement)
     for m in rows:
         k = m.key
         key = (k.kernel, k.dtype, k.layout, k.problem)
-        if m.time_ms and (key not in best or m.time_ms < best[key].time_ms):
-            best[key] = m
+        if m.time_ms and (key not in best or m.time_ms < best[key][0]):
+            best[key] = (m.time_ms, m)
     entries = []
-    for (kernel, dtype, layout, problem), m in sorted(best.items()):
+    for (kernel, dtype, layout, problem), (time_ms, m) in sorted(best.items()):
         cfg = {k: v for k, v in m.config.items() if k not in ("kernel", "dtype")}
         entries.append(
             TunedEntry(
@@ -226,7 +228,7 @@ def load_store(path: Path, target: str) -> ExportSource:
                 config=cfg,
                 label=_label(cfg),
                 runtime=dict(m.runtime or {}),
-                time_ms=float(m.time_ms),
+                time_ms=float(time_ms),
                 time_source="search",
                 origin={
                     "store": path.name,

@@ -65,9 +65,9 @@ def dimensions(space: SearchSpace) -> tuple[dict[str, Dimension], dict[str, dict
     kinds: dict[str, str] = {}
     values: dict[str, set[Any]] = {}
     for fields in raw.values():
-        for name, (kind, value) in fields.items():
-            kinds.setdefault(name, kind)
-            values.setdefault(name, set()).add(value if kind != "categorical" else _label(value))
+        for name, (axis_kind, value) in fields.items():
+            kinds.setdefault(name, axis_kind)
+            values.setdefault(name, set()).add(value if axis_kind != "categorical" else _label(value))
     dims: dict[str, Dimension] = {}
     for name, kind in kinds.items():
         present = all(name in fields for fields in raw.values())
@@ -116,7 +116,7 @@ class BayesProposer(Proposer):
         self._told: set[str] = set()
 
     def _sync(self, history: History) -> None:
-        ok = [o.time_ms for o in history.ok()]
+        ok = [o.time_ms for o in history.ok() if o.time_ms is not None]  # ok() has times only
         worst = max(ok) if ok else 1.0
         for obs in history.observations:
             if obs.key in self._told or obs.key not in self._params:

@@ -270,7 +270,7 @@ class DaskExecutor:
 
         item, st = req.item, req.item.state
         if getattr(backend, "name", "") == "replay":
-            job = jobs.ReplayJob(
+            replay = jobs.ReplayJob(
                 replay_path=str(Path(backend.options.replay).resolve()),
                 target=backend.target,
                 kernel=st.workload.kernel,
@@ -280,7 +280,7 @@ class DaskExecutor:
                 config_key=item.key,
                 gpu_env=self._gpu_env(),
             )
-            return jobs.run_replay, (job,), "kp-replay-" + _digest(job)
+            return jobs.run_replay, (replay,), "kp-replay-" + _digest(replay)
         outcome = req.outcome
         if outcome is None or outcome.binary is None:  # as LocalBackend.measure: a failed build
             status = outcome.status if outcome else "build_failed"

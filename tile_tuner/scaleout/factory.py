@@ -22,11 +22,11 @@ def make_executor(options: Any, groups: list[Any] | None = None) -> Executor:
     (``CUDA_VISIBLE_DEVICES`` for the cuda backend, ``ZE_AFFINITY_MASK`` for sycl).
     """
     cluster = getattr(options, "cluster", None)
-    gpus = getattr(options, "gpus", None)
+    gpus: str | None = getattr(options, "gpus", None)
     if not cluster and not gpus:
         return InProcessExecutor()
     vendor = vendor_of(groups or [])
     replay = bool(getattr(options, "replay", None))
     if cluster:
         return DaskExecutor.from_options(options, vendor)
-    return GpuPoolExecutor(resolve_gpus(gpus, vendor, replay=replay), vendor)
+    return GpuPoolExecutor(resolve_gpus(gpus or "", vendor, replay=replay), vendor)

@@ -32,7 +32,9 @@ def gpu_vendor(name: str) -> GpuVendor:
 
 def vendor_of(groups: list[Any]) -> str:
     """``cuda`` or ``sycl`` from the batch's kernels (``TileKernel.backend``); ``cuda`` if unknown."""
-    backends = {getattr(getattr(g, "kernel", None), "backend", None) for g in groups} - {None}
+    backends: set[str] = {
+        b for g in groups if (b := getattr(getattr(g, "kernel", None), "backend", None)) is not None
+    }
     if len(backends) > 1:
         raise InputError(
             f"one batch mixes backends {sorted(backends)}; --gpus pins one vendor", field="--gpus"
