@@ -221,7 +221,11 @@ def check_call(
         except RuntimeError as exc:
             rec.update(ok="fallback=error" in str(exc), error=str(exc).splitlines()[0][:300])
         return rec
-    out = call()
+    try:
+        out = call()
+    except RuntimeError as exc:  # a kernel that failed: recorded, the other cases still run
+        rec.update(ok=False, exception=str(exc).splitlines()[0][:500])
+        return rec
     rec.update(close(out, reference(), *tol))
     if tuned:
         rec["ok"] = rec["ok"] and how.startswith("tuned")
