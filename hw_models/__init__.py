@@ -7,7 +7,8 @@ Public entry points (import the submodules; this package imports nothing heavy):
 - :mod:`kernelpilot.hw_models.types` — ``Violation``, ``CheckResult``, ``TileConfig``;
 - :mod:`kernelpilot.hw_models.base` — ``TargetModel`` and the parsing helpers every target shares;
 - :mod:`kernelpilot.hw_models.sm90` — one package for target ``sm90``: ``model.Sm90Model``, GEMM config
-  and shared-memory accounting in ``gemm``, the Hopper FMHA in ``fmha``, the cost model in ``cost``;
+  and shared-memory accounting in ``gemm``, the Hopper FMHA in ``fmha``, the cost models in ``cost`` and
+  ``fmha_cost``;
 - :mod:`kernelpilot.hw_models.xe` — one package for targets ``bmg``, ``pvc``, ``xe2_igpu``:
   ``model.XeModel``, rules in ``gemm``, ``fa``, ``fa_legacy``, DPAS atoms in ``dpas``, the cost model in
   ``cost``; :mod:`kernelpilot.hw_models.calibration`

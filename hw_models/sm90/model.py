@@ -29,10 +29,10 @@ from kernelpilot.hw_models.sm90.fmha import (
     check_fmha,
     default_fmha,
     enumerate_fmha,
-    fmha_time_s,
     neighbours_fmha,
     parse_fmha,
 )
+from kernelpilot.hw_models.sm90.fmha_cost import fmha_time_s
 from kernelpilot.hw_models.sm90.gemm import (
     ENUM_CLUSTERS,
     ENUM_K_STEPS,
