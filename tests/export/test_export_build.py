@@ -5,6 +5,7 @@ real sm_90a compile)."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import py_compile
 import shutil
@@ -54,6 +55,18 @@ def test_project_is_self_contained_and_configures(project, tmp_path):
 
     assert f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)} " in ninja
     assert all(f"-isystem {p}" in ninja for p in ce.include_paths())
+    # the operator library shares the process's runtimes: the shared libcudart torch loads (not a
+    # static copy), and torch's own libstdc++, linked by path ahead of what the compiler adds (a
+    # compiler whose libstdc++ is static put a second copy of the locale state in _C.so: crash)
+    link = ninja.split("\nbuild _C.so:", 1)[1].split("\n\n", 1)[0]
+    assert "libcudart.so" in link and "cudart_static" not in ninja
+    libs = link.split("LINK_LIBRARIES = ", 1)[1].split("\n", 1)[0]
+    assert torch_libstdcxx() in libs.split()
+    assert libs.index(torch_libstdcxx()) < libs.index("-lc10 ")
+    # ops.cpp is compiled with the C++ standard torch's own extension builder uses
+    std = 20 if "-std=c++20" in inspect.getsource(ce) else 17
+    ops_flags = ninja.split("csrc/ops.cpp.o:", 1)[1].split("\n\n", 1)[0]
+    assert f"++{std} " in ops_flags + " "
 
 
 @pytest.mark.slow
@@ -103,6 +116,37 @@ def test_operator_source_compiles_against_torch_headers(project, tmp_path):
     assert r.returncode == 0, r.stderr[-4000:]
 
 
+def torch_libstdcxx() -> str:
+    """The libstdc++ this (torch-importing) process runs on, as the exported CMakeLists.txt finds it."""
+    import torch  # noqa: F401 - loads libstdc++ if the interpreter did not
+
+    maps = Path("/proc/self/maps").read_text().splitlines()
+    return next(line.split()[-1] for line in maps if "/libstdc++.so" in line)
+
+
+@pytest.mark.skipif(not (shutil.which("g++") and shutil.which("nm")), reason="needs g++ and nm")
+def test_build_backend_refuses_a_static_libstdcxx_copy(project, tmp_path):
+    """The generated build backend rejects an operator library carrying libstdc++'s locale code (what a
+    compiler linking libstdc++ statically produces) and accepts one linked to the shared libstdc++."""
+    import importlib.util
+
+    src = tmp_path / "op.cpp"
+    src.write_text("#include <sstream>\n#include <string>\n"
+                   "std::string f(long long x) { std::ostringstream s; s << x; return s.str(); }\n")  # fmt: skip
+    libs = {}
+    for kind, flags in {"static": ["-static-libstdc++"], "shared": []}.items():
+        libs[kind] = tmp_path / f"lib_{kind}.so"
+        subprocess.run(
+            ["g++", "-shared", "-fPIC", "-O1", str(src), *flags, "-o", str(libs[kind])], check=True
+        )
+    spec = importlib.util.spec_from_file_location("kpb_build_backend", project / "build_backend.py")
+    backend = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(backend)
+    backend._check_cxx_runtime(libs["shared"])
+    with pytest.raises(RuntimeError, match=r"std::locale.*statically"):
+        backend._check_cxx_runtime(libs["static"])
+
+
 def _one_kernel_run(tmp: Path) -> Path:
     """A run document with one workload: the recorded best of M=16 (the swap-AB kernel, whose arguments
     are built from transposed views), taken from the store with SQL."""
@@ -129,7 +173,9 @@ def test_pip_install_builds_the_wheel_offline(tmp_path):
     """`pip install DIR` with build isolation and no index (as offline): the project's own backend runs
     CMake + Ninja -- one real sm_90a compile of the swap-AB kernel (minutes on two cores) -- and
     installs the package with its operator library.  A CPU-only torch has no CUDA libraries and lacks one
-    generated CUDA header: both are stubbed for the link (the library is then not loadable here)."""
+    generated CUDA header: both are stubbed for the link (the library is then not loadable here).  The
+    build links libstdc++ statically by default (LDFLAGS=-static-libstdc++), as the GPU machine's
+    compiler does: the operator library must still use the process's shared libstdc++."""
     import os
     import sys
 
@@ -148,7 +194,7 @@ def test_pip_install_builds_the_wheel_offline(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     assert json_loads(out / "dispatch.json")["kernels"][0]["config"]["swap_ab"] is True
-    env = dict(os.environ, MAX_JOBS="2")
+    env = dict(os.environ, MAX_JOBS="2", LDFLAGS="-static-libstdc++")
     if torch.version.cuda is None:
         stub = tmp_path / "stub"
         (stub / "c10" / "cuda" / "impl").mkdir(parents=True)
@@ -169,6 +215,23 @@ def test_pip_install_builds_the_wheel_offline(tmp_path):
     assert {p.name for p in (site / "kpw").iterdir()} >= {"__init__.py", "dispatch.json", "_C.so"}
     nm = subprocess.run(["nm", "-C", str(site / "kpw" / "_C.so")], capture_output=True, text=True).stdout
     assert "kpw::k000_run(" in nm and "kpw::gemm_run(" in nm
+    # the CUDA runtime is torch's shared libcudart and the C++ runtime torch's shared libstdc++: neither
+    # the runtime API nor libstdc++'s locale code is defined inside _C.so
+    needed = subprocess.run(
+        ["readelf", "-d", str(site / "kpw" / "_C.so")], capture_output=True, text=True
+    ).stdout
+    assert "libcudart.so" in needed and "libstdc++.so.6" in needed
+    assert not any(" _ZNSt6locale" in line for line in nm_defined_dynamic(site / "kpw" / "_C.so"))
+    defined = {
+        line.split()[-1] for line in nm.splitlines() if len(line.split()) == 3 and line.split()[1] in "tT"
+    }
+    assert not defined & {"cudaLaunchKernel", "cudaDeviceGetAttribute", "__cudaRegisterFatBinary"}
+
+
+def nm_defined_dynamic(lib: Path) -> list[str]:
+    return subprocess.run(
+        ["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True
+    ).stdout.splitlines()
 
 
 def json_loads(path: Path):
