@@ -13,26 +13,33 @@ from kernelpilot.hw_models.sm90.fmha import Sm90FmhaConfig, _program_rows
 FA_SPLIT_LAUNCH_S = 2.5e-6
 
 #: Calibration of :func:`fmha_time_s` to the H200 runs of the recorded FMHA configs
-#: (tests/data/records/cuda_kinds_h200.json; d64 and d128, prefill and decode):
-#: SM-wide softmax cost per attention score (ps): FA_SOFTMAX_PS + FA_RESCALE_PS x HeadDim / BlockKV (the
-#: O rescale per KV step); causal d64 coop 128x64 ran 105 ps/score and d128 coop 128x64 136 ps/score
-FA_SOFTMAX_PS = 73.5
-FA_RESCALE_PS = 31.5
+#: (tests/data/records/cuda_kinds_h200.json and attention_h200_run_kinds.json; d64 and d128, prefill
+#: and decode, 22 configs): SM-wide softmax cost per attention score (ps): FA_SOFTMAX_PS +
+#: FA_RESCALE_PS x HeadDim / BlockKV (the O rescale per KV step); causal d64 ran about 95 ps/score with
+#: 64-key steps and 80 with 128-key steps
+FA_SOFTMAX_PS = 70.0
+FA_RESCALE_PS = 30.0
 #: fraction of the dense bf16 peak the two GEMMs reach (d128 coop 128x128: 119 ps/score at 512 FLOP)
-FA_MMA_EFFICIENCY = 0.57
-#: one warpgroup's dependent chain per KV step (QK GEMM, softmax, PV GEMM) per score of its rows, and
-#: for KernelTma (loads issued from the MMA warpgroup itself) the load latency it exposes.  Fit to the
-#: runs: d64 decode tma 64x128 (3 blocks/SM: a full wave bandwidth-bound, then 116 CTAs alone on their
-#: SMs at chain speed); d64 decode coop 128x64: 0.84 us per step; d128 decode tma 64x128 (1 block/SM,
-#: bandwidth-bound at 1.92 us per step); d64 prefill tma 64x128 (throughput-bound)
-FA_CHAIN_PS = {"tma": 150.0, "ws": 205.0}
-FA_TMA_LOAD_LATENCY_S = {"hbm": 0.6e-6, "l2": 0.2e-6}
+FA_MMA_EFFICIENCY = 0.75
+#: one warpgroup's dependent chain per KV step (QK GEMM, softmax, PV GEMM): a fixed part plus a cost per
+#: score of its rows, and for KernelTma (loads issued from the MMA warpgroup itself) the load latency it
+#: exposes.  Fit to the runs: d64 decode coop 128x64 and 128x128 (0.84 and 1.29 us per step, one block
+#: per SM, four waves); d64 decode tma 64x128 (3 blocks/SM: a full wave bandwidth-bound, then 116 CTAs
+#: alone on their SMs at chain speed); d128 decode tma 64x128 (bandwidth-bound at 1.92 us per step);
+#: d64 prefill tma 64x128 with 6 stages (2 blocks/SM, chain-bound at 1.64 us per step)
+FA_CHAIN_PS = {"tma": 176.0, "ws": 110.0}
+FA_CHAIN_FIXED_S = {"tma": 0.0, "ws": 0.39e-6}
+FA_TMA_LOAD_LATENCY_S = {"hbm": 0.4e-6, "l2": 0.2e-6}
+#: an SM streams at most this multiple of its even share of HBM bandwidth when few SMs are busy
+#: (d128 decode, 32 CTAs: 1.49 us per 64 KB step, chain-bound)
+FA_SM_BANDWIDTH_BURST = 3.0
 #: schedule factors on the softmax-bound time: the persistent pingpong ran 5-8 % slower than cooperative
 #: on causal prefill (d64 and d128, tests/data/records/cuda_kinds_h200.json) but 8 % faster without a
-#: mask (d64 b4 h32 8192, docs/reference/sm90_h200_measurements.md); three MMA warpgroups (64 rows each)
-#: are not measured yet: the same as two
+#: mask (d64 b4 h32 8192, docs/reference/sm90_h200_measurements.md); with three MMA warpgroups the
+#: pingpong ran 1.64x the cooperative's time (causal d64 192x128x64: 2305 against 1404 us)
 FA_SCHEDULE_FACTOR = {"tma": 1.0, "cooperative": 1.0, "pingpong": 1.06}
 FA_PINGPONG_NOMASK_FACTOR = 0.92
+FA_PINGPONG_WIDE_FACTOR = 1.64
 
 
 def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) -> float:
@@ -64,24 +71,29 @@ def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) ->
     factor = FA_SCHEDULE_FACTOR[cfg.schedule]
     if cfg.schedule == "pingpong" and not causal:
         factor = FA_PINGPONG_NOMASK_FACTOR
+    if cfg.schedule == "pingpong" and cfg.mma_warpgroups > 2:
+        factor = FA_PINGPONG_WIDE_FACTOR
     softmax_s = (FA_SOFTMAX_PS + FA_RESCALE_PS * d / kv) * 1e-12 * factor
     regs = cfg.acc_registers()
     spill = 1.0 + max(0.0, (regs - 128) / 64) * 0.45  # d128 coop 256x64 (192 acc registers) ran 1.45x slower
     throughput = scores * max(mma_s, softmax_s) * spill
     streamed = rows <= 64 and not causal  # decode: K/V from HBM, once per CTA
     tma = cfg.schedule == "tma"
-    chain = (scores / cfg.mma_warpgroups) * FA_CHAIN_PS["tma" if tma else "ws"] * 1e-12 * spill
+    kind = "tma" if tma else "ws"
+    chain = FA_CHAIN_FIXED_S[kind] + (scores / cfg.mma_warpgroups) * FA_CHAIN_PS[kind] * 1e-12 * spill
     if tma:
         chain += FA_TMA_LOAD_LATENCY_S["hbm" if streamed else "l2"]
-    bw_sm = device.bandwidth_gbs() * 1e9 * 0.92 / cores
-    memory = 2 * kv * d * el / bw_sm if streamed else 0.0
+    bandwidth = device.bandwidth_gbs() * 1e9 * 0.92
+    step_bytes = 2 * kv * d * el if streamed else 0.0
     # waves: the CTAs resident on an SM share its throughput and bandwidth, a CTA never runs faster than
     # its own chain; a partial last wave runs with fewer CTAs per SM
     total, left = 4e-6, ctas
     while left > 0:
         wave = min(left, cores * resident)
         per_sm = ceil_div(wave, cores)
-        step = max(throughput * per_sm, chain, memory * per_sm)
+        busy = min(cores, wave)
+        bw_sm = min(bandwidth / busy, FA_SM_BANDWIDTH_BURST * bandwidth / cores)
+        step = max(throughput * per_sm, chain, step_bytes * per_sm / bw_sm)
         total += steps * step + 1e-6
         left -= wave
     return total + extra

@@ -162,7 +162,11 @@ def test_plugin_refuses_knobs_the_kernel_does_not_read(cfg, words) -> None:
 
 
 def _recorded() -> list[tuple[str, str, dict, list[tuple[object, float]]]]:
-    doc = json.loads((REPO / "tests" / "data" / "records" / "cuda_kinds_h200.json").read_text())
+    """(kind, workload, problem, [(config, measured ms)]) of every FMHA record: the example-88 candidates
+    (cuda_kinds_h200.json) and the run documents of the wider-space tune (attention_h200_run_kinds.json,
+    copied from benchmarks/results/, search-time medians of every config tried)."""
+    records = REPO / "tests" / "data" / "records"
+    doc = json.loads((records / "cuda_kinds_h200.json").read_text())
     out = []
     for kind in ("fa_prefill", "fa_decode"):
         for name, w in doc["results"][kind].items():
@@ -172,12 +176,18 @@ def _recorded() -> list[tuple[str, str, dict, list[tuple[object, float]]]]:
                 if c["status"] == "ok"
             ]
             out.append((kind, name, w["problem"], ok))
+    runs = json.loads((records / "attention_h200_run_kinds.json").read_text())
+    for kind, run in runs.items():
+        for w in run["workloads"]:
+            ok = [(SM90.parse_config(t["config"]), t["time_ms"]) for t in w["tried"] if t["status"] == "ok"]
+            out.append((kind, w["name"], {**w["dims"], "dtype": w["dtype"]}, ok))
     return out
 
 
 def test_cost_model_orders_every_clearly_separated_recorded_pair() -> None:
     """Every pair of recorded configs of one workload whose H200 times differ by more than 10 % is
-    ordered the same way by the cost model, and each estimate is within 25 % of its measurement."""
+    ordered the same way by the cost model, and each estimate is within 25 % of its measurement (37
+    configs over 9 workloads: d64 and d128, prefill and decode, split-KV)."""
     pairs = 0
     for _kind, name, problem, ok in _recorded():
         assert len(ok) >= 2, name
@@ -190,7 +200,7 @@ def test_cost_model_orders_every_clearly_separated_recorded_pair() -> None:
             ea, eb = SM90.estimate_time_s(a, problem), SM90.estimate_time_s(b, problem)
             assert (ea < eb) == (ta < tb), (name, a.label(), ta, ea, b.label(), tb, eb)
             pairs += 1
-    assert pairs >= 6
+    assert pairs >= 40
 
 
 def test_tma_residency_follows_registers_and_shared_memory() -> None:
