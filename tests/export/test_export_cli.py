@@ -299,3 +299,36 @@ def test_h200_check_script_plans_from_the_export(store_export):
         "nearest",
         "error",
     ]
+
+
+def test_exported_call_launches_as_the_tuning_program_does(store_export):
+    """Per call, the exported kernel does on the GPU what the tuning program's timed launch does: the
+    scheduler's barrier reset (GemmKernel::initialize_workspace) and the launch, with the SM count and
+    active clusters queried once per device and the shared-memory attribute set once per device (not
+    through GemmUniversalAdapter::initialize() on every call); its device code is compiled with the
+    tuning program's flags."""
+    from kernelpilot.dsl_plugins.cuda.gemm import NVCC_FLAGS, render_source
+
+    doc = json.loads((store_export / "dispatch.json").read_text())
+    k = doc["kernels"][0]
+    bench = render_source(k["config"], "bf16", "rr")
+    launch = bench[bench.index("static cudaError_t launch(") : bench.index("// Most launches captured")]
+    assert "GemmKernel::initialize_workspace(L.args, L.workspace, s)" in launch and "L.gemm.run(s)" in launch
+    src = (store_export / "csrc" / "kernels" / f"{k['id']}.cu").read_text()
+    run = src[src.index(f"int {k['id']}_run(") :]
+    assert "GemmKernel::initialize_workspace(args, workspace, c.stream)" in run
+    assert f"{k['id']}::Gemm::run(params, c.stream)" in run
+    assert ".initialize(" not in run and "cudaFuncSetAttribute" not in run
+    hw = src[
+        src.index("static cutlass::KernelHardwareInfo hardware(") : src.index(
+            "static typename Gemm::Arguments arguments_of"
+        )
+    ]
+    assert hw.index("if (it != cache.end()) return it->second;") < hw.index(
+        "query_device_max_active_clusters"
+    )
+    assert hw.index("query_device_max_active_clusters") < hw.index("cudaFuncSetAttribute")
+    cmake = (store_export / "CMakeLists.txt").read_text()
+    flags = [f for f in NVCC_FLAGS if not f.startswith("-Xptxas")]
+    assert all(f"$<$<COMPILE_LANGUAGE:CUDA>:{f}>" in cmake for f in flags)
+    assert "CUTLASS_ENABLE_GDC_FOR_SM90" not in cmake + src and "use_fast_math" not in cmake
