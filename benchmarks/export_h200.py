@@ -12,7 +12,8 @@ one JSON file:
   CPU tensors): never a kernel; ``torch.matmul``'s result or, under ``error``, an exception;
 * **speed**: each tuned shape timed from CUDA graphs over input sets rotated past L2 (the tuning
   programs' rule), interleaved with ``torch.matmul`` (cuBLAS) timed the same way; the ratio to the
-  run's recorded time (3 % allowed) and the geometric mean of cuBLAS / exported over the tuned shapes;
+  export's record of the shape in dispatch.json (the confirmed median where its run confirmed the
+  winner; 3 % allowed) and the geometric mean of cuBLAS / exported over the tuned shapes;
 * **torch.compile**: a two-layer MLP calling the op, ``fullgraph=True``, against the eager reference.
 
 ``--dry-run`` lists the plan from dispatch.json without torch or a GPU.
@@ -46,6 +47,7 @@ UNTUNED = [
 ]
 L2_BYTES, ROTATE = 60.0e6, 2.5  # as the tuning programs: input sets rotated past 2.5x L2
 TARGET_MS = 5.0
+WARMUP_MS = 5.0  # the tuning programs' warm-up before timing
 
 
 def log(msg: str) -> None:
@@ -53,10 +55,18 @@ def log(msg: str) -> None:
 
 
 def plan(dispatch: dict[str, Any]) -> dict[str, Any]:
-    tuned = [
-        (e["dims"]["M"], e["dims"]["N"], e["dims"]["K"]) for e in dispatch["entries"] if e["kind"] == "gemm"
-    ]
-    return {"tuned": tuned, "untuned": [u[:4] for u in UNTUNED], "policies": list(POLICIES)}
+    gemm = [e for e in dispatch["entries"] if e["kind"] == "gemm"]
+    tuned = [(e["dims"]["M"], e["dims"]["N"], e["dims"]["K"]) for e in gemm]
+    # what each timed shape is compared with: the export's own record of it, the confirmed median where
+    # the run it came from confirmed its winner (merged exports take rows from several runs)
+    records = [{"shape": list(t), "time_ms": e["time_ms"], "time_source": e["time_source"],
+                "run": e.get("origin", {}).get("run")} for t, e in zip(tuned, gemm, strict=True)]  # fmt: skip
+    return {
+        "tuned": tuned,
+        "records": records,
+        "untuned": [u[:4] for u in UNTUNED],
+        "policies": list(POLICIES),
+    }
 
 
 def check_close(out, a, b) -> dict[str, Any]:
@@ -148,13 +158,11 @@ def run_policy_cases(mod, ops, tuned, res: dict[str, Any]) -> None:
     mod.set_fallback("vendor")
 
 
-def graph_time(fn, sets, reps: int = 5) -> dict[str, Any]:
-    """Median ms per call of ``fn`` replayed from a CUDA graph over rotating input sets."""
+def graph_time(fn, sets, iters: int, reps: int = 5) -> dict[str, Any]:
+    """Median ms per call of ``fn`` replayed from a CUDA graph of ``iters`` calls over rotating input sets,
+    after the tuning programs' warm-up (at least 5 ms and 3 calls)."""
     import torch
 
-    for s in sets[:3]:
-        fn(*s)
-    torch.cuda.synchronize()
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     e0.record()
     n_est = 0
@@ -164,10 +172,8 @@ def graph_time(fn, sets, reps: int = 5) -> dict[str, Any]:
         if n_est >= 3:
             e1.record()
             e1.synchronize()
-            if e0.elapsed_time(e1) > 2.0 or n_est >= 200:
+            if e0.elapsed_time(e1) >= WARMUP_MS or n_est >= 2000:
                 break
-    per = max(e0.elapsed_time(e1) / n_est, 1e-4)
-    iters = int(min(2000, max(3, TARGET_MS / per)))
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         for i in range(iters):
@@ -194,15 +200,19 @@ def run_timing(ops, torch_mod, dispatch, run_times, res: dict[str, Any], deadlin
         m, n, k = e["dims"]["M"], e["dims"]["N"], e["dims"]["K"]
         nbuf = max(1, min(64, math.ceil(ROTATE * L2_BYTES / (2.0 * (m * k + k * n + m * n)))))
         sets = [inputs(m, n, k, seed=100 + i) for i in range(nbuf)]
+        # one graph length for both sides, from the record (an estimate from eager calls would count
+        # the operator's host dispatch and give the two sides different lengths)
+        iters = int(min(2000, max(3, round(TARGET_MS / e["time_ms"]))))
         rounds = []
         for _ in range(3):  # interleaved: exported, cuBLAS, exported, cuBLAS, ...
-            rounds.append((graph_time(ops.gemm, sets), graph_time(torch.matmul, sets)))
+            rounds.append((graph_time(ops.gemm, sets, iters), graph_time(torch.matmul, sets, iters)))
         exp_ms = statistics.median(r[0]["median"] for r in rounds)  # median over rounds of per-round medians
         cub_ms = statistics.median(r[1]["median"] for r in rounds)
-        run_ms = run_times.get((m, n, k), e["time_ms"])
+        run_ms = e["time_ms"]  # the row's own record (confirmed where its run confirmed), not another run's
         res["timing"].append({
             "shape": [m, n, k], "kernel": e["kernel"], "label": e["label"], "exported_ms": exp_ms, "cublas_ms": cub_ms,
-            "run_ms": run_ms, "run_time_source": e["time_source"], "exported_vs_run": exp_ms / run_ms,
+            "run_ms": run_ms, "run_time_source": e["time_source"], "run": e.get("origin", {}).get("run"),
+            "run_file_ms": run_times.get((m, n, k)), "exported_vs_run": exp_ms / run_ms,
             "within_3pct_of_run": exp_ms <= 1.03 * run_ms, "cublas_over_exported": cub_ms / exp_ms,
             "rounds": [{"exported": r[0], "cublas": r[1]} for r in rounds], "rotating_sets": nbuf,
         })  # fmt: skip
@@ -255,7 +265,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--name", required=True, help="the exported package / torch.ops namespace")
     ap.add_argument("--dispatch", required=True, help="the export's dispatch.json")
-    ap.add_argument("--run", help="run.json whose recorded times the exported ops are compared with")
+    ap.add_argument(
+        "--run", help="a run.json whose times are recorded beside (not instead of) the export's own"
+    )
     ap.add_argument("--out", required=True, help="result JSON")
     ap.add_argument("--install-s", type=float, help="seconds `pip install` of the export took (recorded)")
     ap.add_argument("--install-how", default="pip install", help="how it was installed")
