@@ -18,7 +18,7 @@ mkdir -p "$OUT"
 [ -f "$DIR/tuning/build.json" ] || { echo "no prepared folder at $DIR (see the header of this script)"; exit 2; }
 DIR=$(cd "$DIR" && pwd)
 export MAX_JOBS=${MAX_JOBS:-$(( $(nproc) / 2 ))}
-python3 -m pip install --no-deps --no-index -v "$DIR/$NAME" > "$OUT/install.log" 2>&1 &
+python3 -m pip install --no-deps --no-index -v "$DIR/$NAME" > "$OUT/export_speed_h200_install.log" 2>&1 &
 PIP=$!
 # the tuning programs: NVCC_FLAGS of the tuner, the export's bundled CUTLASS headers
 mkdir -p "$DIR/tuning/bin"
@@ -30,14 +30,14 @@ inc = [f"-I{t}/{i}" for i in b["includes"]]
 for kid, p in sorted(b["programs"].items()):
     print(shlex.join(["nvcc", *b["nvcc_flags"], *inc, f"{t}/{p['source']}", "-o", f"{t}/bin/{kid}"]) + f" > {t}/bin/{kid}.log 2>&1")
 EOF
-cp "$DIR/tuning/commands.txt" "$OUT/tuning_commands.txt"
+cp "$DIR/tuning/commands.txt" "$OUT/export_speed_h200_tuning_commands.txt"
 xargs -P "$(( $(nproc) - MAX_JOBS ))" -I{} bash -c '{}' < "$DIR/tuning/commands.txt"
 for f in "$DIR"/tuning/bin/*.log; do tail -3 "$f" | grep -i error && echo "(in $f)"; done
 wait $PIP
 RC=$?
 T1=$(date +%s)
 echo "builds: $((T1 - T0)) s (pip rc=$RC)"
-tail -5 "$OUT/install.log"
+tail -5 "$OUT/export_speed_h200_install.log"
 ls "$DIR/tuning/bin"
 [ $RC -eq 0 ] || exit 1
 cd /tmp && python3 -c "import $NAME, torch; print(torch.ops.$NAME.get_fallback())" || exit 1
