@@ -238,3 +238,63 @@ def json_loads(path: Path):
     import json
 
     return json.loads(path.read_text())
+
+
+def _cubin_sections(path: Path) -> dict[str, bytes]:
+    """Section name -> bytes of a cubin (ELF64, little-endian): enough ELF to find a kernel's code."""
+    import struct
+
+    b = path.read_bytes()
+    (shoff,) = struct.unpack_from("<Q", b, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", b, 0x3A)
+    hdrs = [struct.unpack_from("<IIQQQQIIQQ", b, shoff + i * shentsize) for i in range(shnum)]
+    strtab = hdrs[shstrndx][4]
+    out = {}
+    for name_off, kind, _, _, off, size, *_ in hdrs:
+        name = b[strtab + name_off : b.index(b"\0", strtab + name_off)].decode()
+        out[name] = b"" if kind == 8 else b[off : off + size]  # SHT_NOBITS holds no bytes
+    return out
+
+
+@pytest.mark.slow
+@needs_tools
+def test_exported_kernel_machine_code_is_the_tuning_programs(project, tmp_path):
+    """The exported translation unit and the tuning program of the same config, each compiled to sm_90a
+    machine code with its own flags (the export's CMake line: CMake's Release flags, -fPIC; the tuner's
+    NVCC_FLAGS), hold the same GEMM kernel: byte-identical code and constant bank.  Two real device
+    compiles of the smallest kernel (a minute or two on two cores)."""
+    import json
+
+    from kernelpilot.dsl_plugins.cuda.gemm import NVCC_FLAGS, render_source
+
+    doc = json.loads((project / "dispatch.json").read_text())
+    k = min(doc["kernels"], key=lambda k: k["config"]["tile"][0] * k["config"]["tile"][1])
+    prog = tmp_path / "program.cu"
+    prog.write_text(render_source(k["config"], k["dtype"], k["layout"]))
+    cutlass = project / "third_party" / "cutlass"
+    inc = [f"-I{project / 'include'}", f"-I{cutlass / 'include'}", f"-I{cutlass / 'tools/util/include'}"]
+    device = [f for f in NVCC_FLAGS if not f.startswith("-Xptxas")]
+    builds = {
+        "program": [NVCC, "-cubin", *device, *inc, str(prog)],
+        "export": [
+            NVCC,
+            "-cubin",
+            "-O3",
+            "-DNDEBUG",
+            "-std=c++17",
+            "-Xcompiler=-fPIC",
+            *device,
+            *inc,
+            str(project / "csrc" / "kernels" / f"{k['id']}.cu"),
+        ],  # fmt: skip
+    }
+    texts = {}
+    for side, cmd in builds.items():
+        cubin = tmp_path / f"{side}.cubin"
+        r = subprocess.run([*cmd, "-o", str(cubin)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-3000:]
+        texts[side] = {n: s for n, s in _cubin_sections(cubin).items() if "GemmUniversal" in n}
+    code = [n for n in texts["export"] if n.startswith(".text.")]
+    assert len(code) == 1 and len(texts["export"][code[0]]) > 1000
+    for name in code + [n for n in texts["export"] if n.startswith(".nv.constant0.")]:
+        assert texts["program"][name] == texts["export"][name], name
