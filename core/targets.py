@@ -41,3 +41,14 @@ def target_family(name: str | None) -> str | None:
         return None
     model = list_target_models().get(name)
     return getattr(model, "family", None) or None
+
+
+def visible_devices_variable(torch_device: str) -> str | None:
+    """The variable that pins processes to one GPU of PyTorch device type ``torch_device`` (``cuda``,
+    ``xpu``), from the vendor of a registered target; None when no installed target's vendor runs such
+    GPUs.  The optimize pipeline asks this instead of keeping its own vendor table."""
+    for model in list_target_models().values():
+        vendor = getattr(model, "vendor", None)
+        if vendor is not None and vendor.torch_device == torch_device and vendor.visible_devices_env:
+            return str(vendor.visible_devices_env)
+    return None

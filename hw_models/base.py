@@ -111,6 +111,9 @@ class GpuVendor:
     name: str = ""
     #: the variable that restricts which GPUs a process sees (its value lists physical ids)
     visible_devices_env: str = ""
+    #: PyTorch's device type for this vendor's GPUs (``cuda``, ``xpu``): how the optimize pipeline,
+    #: which names devices the PyTorch way, finds the vendor
+    torch_device: str = ""
 
     def pin_env(self, device: str) -> dict[str, str]:
         """Environment that makes ``device`` (a physical id or UUID) the only GPU a process sees."""

@@ -14,8 +14,6 @@ from kernelpilot.errors import InputError
 
 # variants that suit a machine without a GPU, in order of preference (Xe-Forge's spec files carry them)
 CPU_VARIANTS = ("bench-cpu", "ci")
-# what the driver stacks read to pick one GPU; set before any worker process starts
-INDEX_VARIABLES = {"cuda": "CUDA_VISIBLE_DEVICES", "xpu": "ZE_AFFINITY_MASK"}
 
 
 def choose_variant(spec: Any, requested: str | None, device: str) -> str:
@@ -38,10 +36,15 @@ def choose_variant(spec: Any, requested: str | None, device: str) -> str:
 
 
 def select_device_index(device: str, index: int) -> None:
-    """XPU_DEVICE=xpu:N / cuda:N: make GPU N the only one the worker processes see."""
+    """XPU_DEVICE=xpu:N / cuda:N: make GPU N the only one the worker processes see.
+
+    The variable the driver stack reads (set before any worker process starts) comes from the vendor of
+    a registered target, so a plugin that adds a vendor adds its device here too."""
     import os
 
-    variable = INDEX_VARIABLES.get(device)
+    from kernelpilot.targets import visible_devices_variable
+
+    variable = visible_devices_variable(device)
     if variable is None:
         raise InputError(f"a device index ({index}) needs a GPU device, not {device!r}", field="XPU_DEVICE")
     current = os.environ.get(variable)

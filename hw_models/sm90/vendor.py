@@ -12,6 +12,7 @@ from kernelpilot.hw_models.base import GpuVendor
 class NvidiaVendor(GpuVendor):
     name = "cuda"
     visible_devices_env = "CUDA_VISIBLE_DEVICES"
+    torch_device = "cuda"
 
     def probe_gpus(self) -> list[str]:
         smi = shutil.which("nvidia-smi")

@@ -13,6 +13,7 @@ from kernelpilot.hw_models.base import GpuVendor
 class LevelZeroVendor(GpuVendor):
     name = "sycl"
     visible_devices_env = "ZE_AFFINITY_MASK"
+    torch_device = "xpu"
 
     def pin_env(self, device: str) -> dict[str, str]:
         # the affinity mask hides every other Level Zero device; the one left is level_zero:0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from kernelpilot.export import exportable_targets
 from kernelpilot.targets import list_target_models, target_family
 from kernelpilot.tile_tuner import report
@@ -36,3 +38,38 @@ def test_tile_shapes_are_written_for_xe_family_runs_only(tmp_path):
     for target in ("sm90", "a_target_no_plugin_provides"):
         paths = report.write_all(_doc(target), tmp_path / target, plots=False)
         assert "tile_shapes" not in paths and not (tmp_path / target / "tile_shapes.json").exists()
+
+
+def test_device_pinning_variable_comes_from_a_registered_targets_vendor(monkeypatch):
+    """The optimize pipeline pins XPU_DEVICE=<type>:N through the vendor of an installed target, so a
+    plugin that registers a target with a new vendor gets its device pinned without core changes."""
+    import kernelpilot.targets as targets
+    from kernelpilot.errors import InputError
+    from kernelpilot.hw_models.base import GpuVendor, TargetModel
+    from kernelpilot.pipeline.session import select_device_index
+
+    assert targets.visible_devices_variable("cuda") == "CUDA_VISIBLE_DEVICES"
+    assert targets.visible_devices_variable("xpu") == "ZE_AFFINITY_MASK"
+    assert targets.visible_devices_variable("npu") is None
+    with pytest.raises(InputError, match="needs a GPU device"):
+        select_device_index("npu", 1)
+
+    class NpuVendor(GpuVendor):
+        name = "npu"
+        visible_devices_env = "NPU_VISIBLE_DEVICES"
+        torch_device = "npu"
+
+    class NpuTarget(TargetModel):
+        name = "npu1"
+        vendor = NpuVendor()
+
+    installed = dict(list_target_models())
+    monkeypatch.setattr(targets, "list_target_models", lambda: {**installed, "npu1": NpuTarget()})
+    import os
+
+    monkeypatch.delenv("NPU_VISIBLE_DEVICES", raising=False)
+    try:
+        select_device_index("npu", 1)
+        assert os.environ["NPU_VISIBLE_DEVICES"] == "1"
+    finally:
+        os.environ.pop("NPU_VISIBLE_DEVICES", None)
