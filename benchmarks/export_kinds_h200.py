@@ -8,15 +8,21 @@ Run by ``benchmarks/export_kinds_h200.sh`` after ``pip install`` of an export of
   reference, ``moe_gemm`` against ``torch._grouped_mm`` over the transposed weights, ``attention``
   against SDPA (``enable_gqa=True``) and an fp32 reference, under each fallback policy (a tuned problem
   runs its tuned kernel under all three; ``explain_*`` says so);
-* **untuned problems** (other group splits and token counts, an empty group, other lengths and batch
-  sizes, a decode with 4 query rows per kv head, an N no kernel may take, head dim 96):
+* **untuned problems** (other group splits and token counts, an empty group, rows after the last
+  offset (which the operators return as zeros), other lengths and batch sizes, a decode with 4 query
+  rows per kv head, an N no kernel may take, head dim 96):
   ``vendor`` returns exactly the vendor result, ``nearest`` runs the nearest legal kernel (or the vendor
   path when none is legal) and matches the reference, ``error`` raises;
 * **inputs the kernels cannot take** (fp32, row-major b[g], int64 offsets, a misaligned pointer,
   causal with Sq != Skv, CPU tensors): never a kernel; the vendor result or, under ``error``, an exception;
 * **speed**: each tuned problem timed from CUDA graphs over input sets rotated past L2, interleaved with
   the vendor path timed the same way, next to the run's confirmed time (3 % allowed);
-* **torch.compile**: a MoE expert layer and an attention call under ``fullgraph=True``.
+* **torch.compile**: a MoE expert layer and an attention call under ``fullgraph=True``, on a tuned
+  problem (the kernels) and an untuned one (the vendor path, whose result must have the fake's strides).
+
+Every operator call runs on poisoned memory (the allocator's free blocks of the output's size filled with
+NaN first), so a row the operator leaves unwritten fails the check instead of reading as a lucky zero; every
+result must be contiguous, as ``register_fake`` says.
 
 ``--dry-run`` lists the plan from dispatch.json without torch or a GPU.
 """
@@ -77,6 +83,9 @@ def grouped_cases(dispatch: dict[str, Any]) -> list[dict[str, Any]]:
         )
         cases.append({"label": f"{op}_empty_group", "op": op, "rows": [0, *shifted[1:]], "N": n, "K": k})
         cases.append(
+            {"label": f"{op}_rows_after_last_offset", "op": op, "rows": rows, "N": n, "K": k, "tail": 24}
+        )
+        cases.append(
             {"label": f"{op}_n_unaligned", "op": op, "rows": rows[:4], "N": n - 4, "K": k, "legal": False}
         )
     return cases
@@ -107,7 +116,7 @@ def attention_cases(dispatch: dict[str, Any]) -> list[dict[str, Any]]:
 def plan(dispatch: dict[str, Any]) -> dict[str, Any]:
     return {
         "grouped": [
-            (c["label"], c["op"], len(c["rows"]), c["N"], c["K"], sum(c["rows"]))
+            (c["label"], c["op"], len(c["rows"]), c["N"], c["K"], sum(c["rows"]) + c.get("tail", 0))
             for c in grouped_cases(dispatch)
         ],
         "attention": [c["label"] for c in attention_cases(dispatch)],
@@ -116,26 +125,31 @@ def plan(dispatch: dict[str, Any]) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- inputs and references
-def grouped_inputs(case: dict[str, Any], seed: int, dtype=None, misalign: bool = False):
-    """(a or x, b or w, offs): b[G, K, N] column-major per group for grouped_mm, w[E, N, K] for moe_gemm."""
+def grouped_inputs(case: dict[str, Any], seed: int, dtype=None, misalign: bool = False, device: str = "cuda"):
+    """(a or x, b or w, offs): b[G, K, N] column-major per group for grouped_mm, w[E, N, K] for moe_gemm.
+    ``case["tail"]`` rows of A follow the last group (offs[-1] < M)."""
     import torch
 
-    g = torch.Generator(device="cuda").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     dtype = dtype or torch.bfloat16
-    m, n, k, count = sum(case["rows"]), case["N"], case["K"], len(case["rows"])
-    a = (torch.rand((m, k), generator=g, device="cuda") * 2 - 1).to(dtype)
+    m, n, k, count = sum(case["rows"]) + case.get("tail", 0), case["N"], case["K"], len(case["rows"])
+    a = (torch.rand((m, k), generator=g, device=device) * 2 - 1).to(dtype)
     if misalign:
-        a = torch.empty(m * k + 1, device="cuda", dtype=dtype)[1:].view(m, k).copy_(a)
-    w = (torch.rand((count, n, k), generator=g, device="cuda") * 2 - 1).to(dtype)
-    offs = torch.tensor(case["rows"], device="cuda").cumsum(0).to(torch.int32)
+        a = torch.empty(m * k + 1, device=device, dtype=dtype)[1:].view(m, k).copy_(a)
+    w = (torch.rand((count, n, k), generator=g, device=device) * 2 - 1).to(dtype)
+    offs = torch.tensor(case["rows"], device=device).cumsum(0).to(torch.int32)
     b = w if case["op"] == "moe_gemm" else w.transpose(-2, -1)
     return a, b, offs
 
 
 def grouped_vendor(op: str, a, b, offs):
+    """torch._grouped_mm with the operators' contract: contiguous, rows after offs[-1] zero (torch leaves
+    them unwritten and pads rows to 16 bytes when N * element size is not a multiple of 16)."""
     import torch
 
-    return torch._grouped_mm(a, b.transpose(-2, -1) if op == "moe_gemm" else b, offs)
+    out = torch._grouped_mm(a, b.transpose(-2, -1) if op == "moe_gemm" else b, offs).contiguous()
+    rows = torch.arange(out.shape[0], device=out.device)
+    return out.masked_fill_((rows >= offs[-1].to(out.device)).unsqueeze(1), 0)
 
 
 def grouped_reference(op: str, a, b, offs):
@@ -190,6 +204,20 @@ def attention_call(fn, q, k, v, causal: bool):
     return fn(q, k, v, causal)
 
 
+def poisoned(call, nbytes: int):
+    """``call()`` after the caching allocator's free blocks are released and one block of ``nbytes`` (the
+    output's size) is filled with 0xFF (NaN in bf16 and fp16) and freed, so the output the operator
+    allocates next starts as NaN: a row it leaves unwritten fails the check."""
+    import torch
+
+    if torch.cuda.is_available() and nbytes > 0:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        block = torch.full((nbytes,), 0xFF, dtype=torch.uint8, device="cuda")
+        del block
+    return call()
+
+
 def close(out, ref, atol: float, rtol: float) -> dict[str, Any]:
     import torch
 
@@ -227,6 +255,8 @@ def check_call(
         rec.update(ok=False, exception=str(exc).splitlines()[0][:500])
         return rec
     rec.update(close(out, reference(), *tol))
+    rec["contiguous"] = bool(out.is_contiguous())  # register_fake promises a contiguous result
+    rec["ok"] = rec["ok"] and rec["contiguous"]
     if tuned:
         rec["ok"] = rec["ok"] and how.startswith("tuned")
     elif policy == "vendor" or not legal:
@@ -278,7 +308,8 @@ def expect_raise_or_vendor(
         rec.update(ok=how.startswith("vendor") and good, equals_vendor=None, matches_reference=good)
         return rec
     same = bool(torch.equal(out, ref))
-    rec.update(ok=how.startswith("vendor") and same, equals_vendor=same)
+    rec.update(ok=how.startswith("vendor") and same and out.is_contiguous(), equals_vendor=same,
+               contiguous=bool(out.is_contiguous()))  # fmt: skip
     return rec
 
 
@@ -303,10 +334,11 @@ def run_grouped_cases(mod, ops, dispatch, res: dict[str, Any]) -> None:
             x, w, o = grouped_inputs(c, seed=i)
             how = getattr(mod, f"explain_{c['op']}")(x, w, o)
             tol = (1e-2 * (1.0 + math.sqrt(c["K"]) / 3.0), 1e-2)
+            nbytes = x.shape[0] * c["N"] * x.element_size()
             rec = check_call(
                 policy,
                 how,
-                functools.partial(getattr(ops, c["op"]), x, w, o),
+                functools.partial(poisoned, functools.partial(getattr(ops, c["op"]), x, w, o), nbytes),
                 functools.partial(grouped_vendor, c["op"], x, w, o),
                 functools.partial(grouped_reference, c["op"], x, w, o),
                 tol,
@@ -314,7 +346,7 @@ def run_grouped_cases(mod, ops, dispatch, res: dict[str, Any]) -> None:
                 c.get("legal", True),
             )
             res["grouped"].append({"case": c["label"], "op": c["op"], "G": len(c["rows"]), "N": c["N"], "K": c["K"],
-                                   "M": sum(c["rows"]), **rec})  # fmt: skip
+                                   "M": x.shape[0], **rec})  # fmt: skip
             del x, w, o
         for label, (x, w, o) in bad.items():
             how = getattr(mod, f"explain_{op}")(x, w, o)
@@ -352,7 +384,9 @@ def run_attention_cases(mod, ops, dispatch, res: dict[str, Any]) -> None:
             rec = check_call(
                 policy,
                 how,
-                functools.partial(ops.attention, x, y, z, causal),
+                functools.partial(
+                    poisoned, functools.partial(ops.attention, x, y, z, causal), x.numel() * x.element_size()
+                ),
                 functools.partial(attention_vendor, x, y, z, causal),
                 functools.partial(attention_reference, x, y, z, causal),
                 (2e-2, 2e-2),
@@ -488,17 +522,30 @@ def run_compile(mod, ops, dispatch, res: dict[str, Any]) -> None:
             "explain": mod.explain_moe_gemm(x, w1, offs),
         }
     att = next(iter(dispatch["attention"]["entries"]), None)
-    if att is not None:
-        c = {**att["key"]}
+    # a tuned problem (the kernels) and an untuned [B, S, H, D] view (the vendor path: SDPA's result
+    # must come back with the strides register_fake promises, or the compiled graph's checks fail)
+    untuned = next(c for c in attention_cases(dispatch) if c.get("bshd"))
+    for name, c in (("attention", {**att["key"]} if att else None), ("attention_vendor_path", untuned)):
+        if c is None:
+            continue
         q, k, v = attention_inputs(c, seed=6)
+        causal = c["causal"]
+
+        def call(q, k, v, causal=causal):
+            return ops.attention(q, k, v, causal) * 2.0  # an Inductor kernel reads the op's result
+
         torch._dynamo.reset()
-        got = torch.compile(lambda q, k, v: ops.attention(q, k, v, c["causal"]), fullgraph=True)(q, k, v)
-        ref = attention_vendor(q, k, v, c["causal"])
+        try:
+            got = torch.compile(call, fullgraph=True)(q, k, v)
+        except Exception as exc:  # noqa: BLE001 - recorded per case
+            out[name] = {"ok": False, "exception": f"{type(exc).__name__}: {exc}"[:1000]}
+            continue
+        ref = attention_vendor(q, k, v, causal) * 2.0
         rel = float(torch.linalg.vector_norm((got - ref).float()) / torch.linalg.vector_norm(ref.float()))
-        out["attention"] = {
+        out[name] = {
             "ok": rel < 2e-2,
             "rel_err_vs_sdpa": rel,
-            "explain": mod.explain_attention(q, k, v, c["causal"]),
+            "explain": mod.explain_attention(q, k, v, causal),
         }
     res["torch_compile"] = out
 

@@ -392,12 +392,107 @@ def test_h200_kinds_check_plans_from_the_export(kinds_export):
         for e in doc["grouped"]["entries"]
     )
     assert {p[1] for p in plan["grouped"] if not p[0].startswith("tuned_")} == {"grouped_mm", "moe_gemm"}
+    # rows after the last offset, which the operators return as zeros: one case per op, M past the groups
+    tail = {p[1]: p[5] for p in plan["grouped"] if p[0].endswith("_rows_after_last_offset")}
+    first = {op: next(e for e in doc["grouped"]["entries"] if e["op"] == op) for op in tail}
+    assert set(tail) == {"grouped_mm", "moe_gemm"}
+    assert all(tail[op] > sum(first[op]["tuned_group_rows"]) for op in tail)
     assert sum(a.startswith("tuned_") for a in plan["attention"]) == len(doc["attention"]["entries"])
     assert len(plan["attention"]) > len(doc["attention"]["entries"]) and plan["policies"] == [
         "vendor",
         "nearest",
         "error",
     ]
+
+
+def _function(source: str, signature: str) -> str:
+    """The text of the C++ function starting at ``signature`` up to its closing brace at column 0."""
+    start = source.index(signature)
+    return source[start : source.index("\n}\n", start) + 2]
+
+
+def test_vendor_paths_keep_the_operators_contract(kinds_export):
+    """The fallbacks return what the kernels' path and register_fake promise: a contiguous result and,
+    for the grouped ops, zero rows after offs[-1].  torch._grouped_mm leaves those rows unwritten and pads
+    its rows to 16 bytes when N is not a multiple of 8 (checked below on this machine's torch), and SDPA's
+    CUDA backends may return the [B, S, H, D] layout: without the fix the vendor path returns garbage
+    rows, and a torch.compile graph (which trusts the fake's strides) fails its stride check."""
+    import torch
+
+    a = torch.ones(10, 16, dtype=torch.bfloat16)
+    raw = torch._grouped_mm(a, torch.ones(2, 12, 16, dtype=torch.bfloat16).transpose(-2, -1),
+                            torch.tensor([3, 6], dtype=torch.int32))  # fmt: skip
+    assert not raw.is_contiguous()  # why the vendor result is made contiguous
+
+    grouped = (kinds_export / "csrc" / "grouped_ops.cpp").read_text()
+    vendor = _function(grouped, "at::Tensor vendor(GroupedOp op,")
+    assert (
+        "vendor_grouped(a, op == GroupedOp::moe_gemm ? b.transpose(-2, -1) : b, offs).contiguous()" in vendor
+    )
+    assert (
+        "offs.select(0, offs.numel() - 1)" in vendor
+        and "out.masked_fill_(rows.ge(end).unsqueeze(1), 0)" in vendor
+    )
+    assert ".item" not in vendor and "kCPU" not in vendor  # no host read of offs: CUDA-graph safe
+    # every fallback of run() goes through vendor(), never through vendor_grouped() alone
+    body = _function(grouped, "at::Tensor run(GroupedOp op,")
+    assert body.count("return vendor(op, a, b, offs);") == 2 and "vendor_grouped(" not in body
+
+    attention = (kinds_export / "csrc" / "attention_ops.cpp").read_text()
+    vendor = _function(attention, "at::Tensor vendor(const at::Tensor& q,")
+    assert (
+        "at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal, std::nullopt, gqa).contiguous()" in vendor
+    )
+    decide = _function(attention, "AttentionDecision decide(")
+    assert "d.b > 65535 || d.hq > 65535" in decide  # grid y / z of the FMHA launch
+    # strides go into the TMA descriptors as they are: positive (no expand broadcast) and int-sized
+    strides = _function(attention, "bool strides_ok(")
+    assert "t.stride(i) <= 0 || t.stride(i) >= (1LL << 31)" in strides
+
+
+def _kinds_driver():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "export_kinds_h200", REPO / "benchmarks" / "export_kinds_h200.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_h200_kinds_check_catches_unwritten_rows_and_strided_results():
+    """The device check's own helpers, run on CPU tensors: its vendor result has zero rows after the last
+    offset and is contiguous, it matches the fp32 reference, and check_call fails a result that is
+    strided (torch._grouped_mm as it comes) or has NaN rows (what poisoned memory shows for rows an
+    operator never wrote)."""
+    import functools
+
+    import torch
+
+    drv = _kinds_driver()
+    case = {"op": "moe_gemm", "rows": [3, 0, 5], "N": 12, "K": 16, "tail": 4}
+    x, w, offs = drv.grouped_inputs(case, seed=1, device="cpu")
+    assert x.shape == (12, 16) and offs.tolist() == [3, 3, 8]
+    ven = drv.grouped_vendor("moe_gemm", x, w, offs)
+    ref = drv.grouped_reference("moe_gemm", x, w, offs)
+    assert ven.is_contiguous() and bool((ven[8:] == 0).all()) and bool((ref[8:] == 0).all())
+    tol = (1e-2 * (1.0 + math.sqrt(16) / 3.0), 1e-2)
+    check = functools.partial(drv.check_call, "vendor", "vendor: not a tuned problem", vendor=functools.partial(
+        drv.grouped_vendor, "moe_gemm", x, w, offs), reference=functools.partial(drv.grouped_reference, "moe_gemm", x, w,
+        offs), tol=tol, tuned=False, legal=True)  # fmt: skip
+    assert check(call=functools.partial(drv.grouped_vendor, "moe_gemm", x, w, offs))["ok"]
+    raw = check(call=lambda: torch._grouped_mm(x, w.transpose(-2, -1), offs))
+    assert not raw["ok"] and raw["contiguous"] is False
+
+    def unwritten_tail():
+        out = drv.grouped_vendor("moe_gemm", x, w, offs).clone()
+        out[8:] = float("nan")
+        return out
+
+    rec = check(call=unwritten_tail)
+    assert not rec["ok"] and rec["bad"] == 4 * 12
+    assert drv.poisoned(lambda: 7, 1024) == 7  # no GPU here: the call alone
 
 
 def test_split_kv_winner_is_refused_by_name() -> None:
