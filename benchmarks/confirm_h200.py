@@ -23,7 +23,10 @@ ncu_tuned.csv, ncu_vendor.csv.  From the repository root on the GPU machine:
 
     python3 benchmarks/confirm_h200.py --out $OUT --jobs 16 --deadline-s 510
 
-``--plan-only`` (any machine) writes the batches and the dry-run plans and prints the build counts.
+``--plan-only`` (any machine) writes the batches and the dry-run plans and prints the build counts
+(per kind, and the unique programs per build family with how many ``--cache`` already holds);
+``--build-only`` plans and builds every program into ``--cache`` and stops: a prebuild on a CPU machine
+with the same nvcc and CUTLASS, whose binaries the GPU call finds as cache hits.
 """
 
 from __future__ import annotations
@@ -60,6 +63,12 @@ KIND_ORDER = ("fa_prefill", "fa_decode", "moe_gemm", "grouped_gemm")  # most dec
 NCU_WORKLOAD = "m2048_n7168_k18432"
 
 
+def kind_workloads() -> dict[str, dict[str, dict[str, Any]]]:
+    """kind -> workload name -> dims, from cuda_kinds_common."""
+    return {"fa_prefill": kinds.FA_PREFILL_WORKLOADS, "fa_decode": kinds.FA_DECODE_WORKLOADS,
+            "grouped_gemm": kinds.GROUPED_WORKLOADS, "moe_gemm": kinds.MOE_WORKLOADS}  # fmt: skip
+
+
 def batches(
     work: Path, budgets: dict[str, int] | None = None, only: set[str] | None = None
 ) -> dict[str, Path]:
@@ -76,8 +85,7 @@ def batches(
             "workloads": [{"name": n, "dims": {"M": m, "N": nn, "K": k}} for n, m, nn, k in GEMM_SHAPES],
         }
     }  # fmt: skip
-    table = {"fa_prefill": kinds.FA_PREFILL_WORKLOADS, "fa_decode": kinds.FA_DECODE_WORKLOADS,
-             "grouped_gemm": kinds.GROUPED_WORKLOADS, "moe_gemm": kinds.MOE_WORKLOADS}  # fmt: skip
+    table = kind_workloads()
     for kind in KIND_ORDER:
         docs[kind] = {
             "target": "sm90",
@@ -130,19 +138,12 @@ def plan(files: dict[str, Path], work: Path) -> dict[str, Any]:
     return plans
 
 
-def prebuild(
-    plans: dict[str, Any],
-    files: dict[str, Path],
-    cache: Path,
-    work: Path,
-    jobs: int,
-    mem_gb: float = 100.0,
-    deadline: float | None = None,
-) -> dict[str, Any]:
-    """Every planned program in one parallel step: one builder thread per recipe (GEMM, FMHA, grouped);
-    builds still running at ``deadline`` (epoch seconds) are stopped, so the tune phases keep their time."""
+def build_items(plans: dict[str, Any], files: dict[str, Path]) -> dict[str, tuple[Any, Any, dict[str, Any]]]:
+    """family (gemm, fmha, grouped) -> (kernel, recipe, cache key -> BuildItem) of every planned program;
+    programs several workloads share (one grouped binary serves every grouped and MoE shape, one FMHA
+    binary a head dim and mask) appear once."""
     from kernelpilot.tile_tuner.batch import load_batch
-    from kernelpilot.tile_tuner.builder import BuildCache, BuildItem, build_batch
+    from kernelpilot.tile_tuner.builder import BuildItem
     from kernelpilot.tile_tuner.kernels import get_tile_kernel
 
     per_recipe: dict[str, tuple[Any, Any, dict[str, BuildItem]]] = {}
@@ -161,6 +162,34 @@ def prebuild(
                 prog = kernel.render(entry["config"], problem, "sm90")
                 item = BuildItem.create(prog, recipe, kernel.template_version, entry["label"])
                 items.setdefault(item.cache_key, item)
+    return per_recipe
+
+
+def cached_programs(per_recipe: dict[str, tuple[Any, Any, dict[str, Any]]], cache: Path) -> dict[str, Any]:
+    """Per family: unique programs and how many of them ``cache`` already holds (a carried prebuild)."""
+    from kernelpilot.tile_tuner.builder import BuildCache
+
+    cache_obj = BuildCache(cache)
+    return {
+        family: {"programs": len(items), "cached": sum(cache_obj.binary(k) is not None for k in items)}
+        for family, (_, _, items) in per_recipe.items()
+    }
+
+
+def prebuild(
+    plans: dict[str, Any],
+    files: dict[str, Path],
+    cache: Path,
+    work: Path,
+    jobs: int,
+    mem_gb: float = 100.0,
+    deadline: float | None = None,
+) -> dict[str, Any]:
+    """Every planned program in one parallel step: one builder thread per recipe (GEMM, FMHA, grouped);
+    builds still running at ``deadline`` (epoch seconds) are stopped, so the tune phases keep their time."""
+    from kernelpilot.tile_tuner.builder import BuildCache, build_batch
+
+    per_recipe = build_items(plans, files)
     # every program compiles at once (up to about 2x the cores: each nvcc is one thread, and a wave
     # boundary per recipe would leave cores idle), fewer where the compilers' memory would not fit
     want = {f: len(v[2]) for f, v in per_recipe.items()}
@@ -316,6 +345,11 @@ def main() -> int:
     ap.add_argument("--deadline-s", type=float, default=510.0, help="seconds from start by which all ends")
     ap.add_argument("--phases", default="plan,build,gemm,ncu,fa_prefill,fa_decode,moe_gemm,grouped_gemm")
     ap.add_argument("--plan-only", action="store_true", help="write batches and dry-run plans, then stop")
+    ap.add_argument(
+        "--build-only",
+        action="store_true",
+        help="plan and build every program into --cache, then stop (a CPU prebuild for a later GPU call)",
+    )
     ap.add_argument("--workloads", default="", help="comma list: only these workloads of the kinds")
     ap.add_argument(
         "--budget",
@@ -348,6 +382,12 @@ def main() -> int:
 
     budgets = {k: int(v) for k, v in (x.split("=") for x in args.budget.split(",") if x)}
     only = set(args.workloads.split(",")) if args.workloads else None
+    known = {name for kind in KIND_ORDER for name in kind_workloads()[kind]}
+    if only and only - known:
+        print(
+            f"error: --workloads: unknown {sorted(only - known)}; allowed: {sorted(known)}", file=sys.stderr
+        )
+        return 2
     files = {k: v for k, v in batches(work, budgets, only).items() if k in phases or args.plan_only}
     summary["batches"] = {k: v.read_text() for k, v in files.items()}
     plans: dict[str, Any] = {}
@@ -357,8 +397,14 @@ def main() -> int:
             name: {"programs": sum(p["programs"] for p in doc["projects"]) if doc else None}
             for name, doc in plans.items()
         }
+        if args.plan_only:  # what the build step will compile, and what a carried cache already holds
+            summary["build_plan"] = cached_programs(build_items(plans, files), cache)
         save()
-        print(json.dumps(summary["phases"]["plan"]))
+        print(
+            json.dumps(
+                {**summary["phases"]["plan"], **({"unique": summary["build_plan"]} if args.plan_only else {})}
+            )
+        )
     if args.plan_only:
         return 0
     if "build" in phases and plans:
@@ -366,6 +412,9 @@ def main() -> int:
         summary["phases"]["build"] = {"families": prebuild(plans, files, cache, work, args.jobs, deadline=t_start + args.deadline_s - 240),
                                       "wall_s": round(time.time() - t0, 1)}  # fmt: skip
         save()
+    if args.build_only:
+        print(json.dumps(summary["phases"].get("build", {})))
+        return 0
     common = ["--jobs", str(args.jobs), "--cache-dir", str(cache), "--no-plots", "--json",
               "--finalists", "3", "--confirm-rounds", "3"]  # fmt: skip
     runs: dict[str, Any] = {}

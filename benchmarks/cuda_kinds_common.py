@@ -7,6 +7,30 @@ ones pooled over the workloads (one binary serves every grouped shape), plus the
 default.  The FMHA candidates are the tile/schedule pairs CUTLASS's example 88 instantiates per head
 dim (``88_hopper_fmha.cu`` of CUTLASS v4.2.0), the example's first one being the library default; this
 fixed list, not the model's ranking, is what the recorded H200 run measured.
+
+Beyond the first shapes (Llama-3-8B, Qwen3-8B/32B/30B-A3B, gpt-oss-20b), further workloads come from
+public model configs (the ``config.json`` of each Hugging Face repository named below) and were
+chosen because each leans on a rule the earlier ones do not:
+
+* Gemma-3-12B (``google/gemma-3-12b-pt``: 16 q / 8 kv heads, head_dim 256) prefill: the only
+  head-dim-256 workload, where the S + O accumulators and the Q/K/V stages leave the FMHA model three
+  legal configs (register budget and shared-memory rules at their limit).  Its global-attention layers
+  are plain causal softmax attention (Gemma 3 has no logit soft-cap; QK-norm runs before the kernel).
+* Qwen2.5-7B (``Qwen/Qwen2.5-7B``: 28 q / 4 kv heads, head_dim 128) decode: a GQA group of 7 (not a
+  power of two) and only 4 kv heads, so batch 32 gives 128 (batch, kv-head) CTAs, just under the
+  H200's 132 SMs: the split-KV rule's borderline case.
+* Llama-2-7B (``meta-llama/Llama-2-7b-hf``: 32 q / 32 kv heads, head_dim 128) decode: multi-head
+  attention (group of 1), one query row per K/V stream, the most memory-bound decode here.
+* Mixtral-8x7B (``mistralai/Mixtral-8x7B-v0.1``: 8 experts, top-2, hidden 4096, intermediate 14336)
+  expert down projection: few, large experts (about 1024 rows each) with a long K = 14336, the
+  compute-bound end of MoE where tile size and cluster multicast matter most.
+* DeepSeek-V2-Lite (``deepseek-ai/DeepSeek-V2-Lite``: 64 routed experts, top-6, hidden 2048,
+  moe_intermediate_size 1408) gate/up: many small experts (about 384 rows each) and N = 2 x 1408 =
+  2816, which 256-wide tiles cover in 11 and 192-wide tiles in 14.7 columns: small groups and the
+  wave-fit tile rules.
+* Phi-3-medium (``microsoft/Phi-3-medium-4k-instruct``: hidden 5120, 40 q / 10 kv heads of 128)
+  fused qkv projection over 16 variable-length requests: N = 5120 + 2 x 1280 = 7680, which 192-wide
+  tiles divide exactly (40) and 256-wide ones too (30), with short groups of 64..1024 rows.
 """
 
 from __future__ import annotations
@@ -29,6 +53,8 @@ GROUPED_WORKLOADS: dict[str, dict[str, Any]] = {
     "gpt_oss_20b_qkv_varlen32": {"G": 32, "M": [64, 512], "N": 5120, "K": 2880, "seed": 3},
     # groups that differ in M, N and K (only the torch.matmul loop can run this one)
     "mixed_mnk_16": {"G": 16, "M": [128, 2048], "N": [1024, 8192], "K": [1024, 4096], "seed": 4},
+    # Phi-3-medium fused qkv (5120 -> 40*128 + 2*10*128 = 7680), 16 requests of 64..1024 tokens
+    "phi3_medium_qkv_varlen16": {"G": 16, "M": [64, 1024], "N": 7680, "K": 5120, "seed": 5},
 }
 MOE_WORKLOADS: dict[str, dict[str, Any]] = {
     # Qwen3-30B-A3B: 128 experts, top-8, hidden 2048, expert intermediate 768
@@ -38,7 +64,12 @@ MOE_WORKLOADS: dict[str, dict[str, Any]] = {
     "gpt_oss_20b_gate_up_skewed": {
         "tokens": 4096, "experts": 32, "top_k": 4, "N": 5760, "K": 2880, "proj": "gate_up", "routing": "skewed",
     },
-    # (Mixtral-8x7B down, 8 experts top-2 N=4096 K=14336, was left out to keep the device run short)
+    # Mixtral-8x7B: 8 experts, top-2, hidden 4096, intermediate 14336 (down: K = 14336)
+    "mixtral_8x7b_down": {"tokens": 4096, "experts": 8, "top_k": 2, "N": 4096, "K": 14336, "proj": "down"},
+    # DeepSeek-V2-Lite: 64 routed experts, top-6, hidden 2048, moe_intermediate_size 1408 (gate_up fused: 2816)
+    "deepseek_v2_lite_gate_up": {
+        "tokens": 4096, "experts": 64, "top_k": 6, "N": 2816, "K": 2048, "proj": "gate_up", "routing": "uniform",
+    },
 }  # fmt: skip
 FA_PREFILL_WORKLOADS: dict[str, dict[str, Any]] = {
     "llama3_8b_prefill_4k": {
@@ -61,6 +92,14 @@ FA_PREFILL_WORKLOADS: dict[str, dict[str, Any]] = {
         "num_heads_kv": 8,
         "seq_qo": 4096,
         "head_dim": 64,
+    },
+    # Gemma-3-12B global-attention layer: 16 q / 8 kv heads, head dim 256
+    "gemma3_12b_prefill_4k": {
+        "batch": 2,
+        "num_heads_q": 16,
+        "num_heads_kv": 8,
+        "seq_qo": 4096,
+        "head_dim": 256,
     },
 }
 FA_DECODE_WORKLOADS: dict[str, dict[str, Any]] = {
@@ -94,9 +133,25 @@ FA_DECODE_WORKLOADS: dict[str, dict[str, Any]] = {
         "seq_kv": 32768,
         "head_dim": 128,
     },
+    # Qwen2.5-7B: 28 q / 4 kv heads (a GQA group of 7), head dim 128; 32 x 4 = 128 CTAs unsplit
+    "qwen25_7b_decode_b32_kv8k": {
+        "batch": 32,
+        "num_heads_q": 28,
+        "num_heads_kv": 4,
+        "seq_kv": 8192,
+        "head_dim": 128,
+    },
+    # Llama-2-7B: multi-head attention (32 q / 32 kv heads), head dim 128
+    "llama2_7b_decode_b16_kv4k": {
+        "batch": 16,
+        "num_heads_q": 32,
+        "num_heads_kv": 32,
+        "seq_kv": 4096,
+        "head_dim": 128,
+    },
 }
 
-# examples/88_hopper_fmha/88_hopper_fmha.cu run_fwd_64 / run_fwd_128: (schedule, QO, KV); first = default
+# examples/88_hopper_fmha/88_hopper_fmha.cu run_fwd_64 / 128 / 256: (schedule, QO, KV); first = default
 FMHA_CANDIDATES: dict[tuple[str, int], list[dict[str, Any]]] = {
     ("prefill", 128): [
         {"schedule": "cooperative", "tile": [128, 128, 128]},
@@ -108,6 +163,8 @@ FMHA_CANDIDATES: dict[tuple[str, int], list[dict[str, Any]]] = {
         {"schedule": "cooperative", "tile": [128, 64, 64]},
         {"schedule": "pingpong", "tile": [128, 64, 64]},
     ],
+    # run_fwd_256 (16-bit): the example's only head-dim-256 forward config
+    ("prefill", 256): [{"schedule": "cooperative", "tile": [128, 64, 256]}],
     ("decode", 128): [
         {"schedule": "cooperative", "tile": [128, 128, 128]},
         {"schedule": "tma", "tile": [64, 128, 128]},

@@ -77,6 +77,16 @@ SWAP_AB_M_MAX = 32
 ENUM_SWAP_TILE_M = (64, 128)
 ENUM_SWAP_TILE_N = (16, 32, 64)
 ENUM_CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
+# Ptr-array (grouped / MoE) kernels also enumerate 192-wide tiles: 64x192x16 is a native WGMMA shape
+# (the bf16/f16 ss_op_selector picks it for Tile_N % 192 == 0, include/cute/arch/mma_sm90.hpp:1352 at
+# NVIDIA/cutlass v4.2.0; the generator lists it, python/cutlass_library/sm90_shapes.py:112, level 3).  A
+# grouped problem's N is fixed by the model (Mixtral/Llama 14336, gpt-oss 5760, DeepSeek-V2-Lite 2816,
+# Phi-3-medium qkv 7680) and 192 covers several of them with fewer ragged columns or waves than 128/256.
+# The same legality rules apply: cooperative needs TM % 128 (sm90_gemm_array_tma_warpspecialized_
+# cooperative.hpp:427), and the accumulator limit leaves 128x192 cooperative and 64x192 ping-pong (96 fp32
+# registers per thread; 128x192 ping-pong and every 256x192 keep 192 and are refused).  Dense GEMMs keep
+# the generator's level-1 tiles, over which their recorded H200 runs and replays were made.
+ENUM_TILE_N_PTR_ARRAY = (192,)
 
 
 def wgmma_k(dtype: DTypePair) -> int:
@@ -91,9 +101,12 @@ def problem_m(problem: dict[str, Any] | None) -> int:
 
 def enum_tile_n(kernel: str, problem: dict[str, Any] | None) -> tuple[int, ...]:
     """Tile N candidates: the generator's (64, 128, 256), plus 16 / 32 for a plain GEMM whose M fits one
-    64-row tile (the only way such a problem gets enough CTAs without splitting K)."""
+    64-row tile (the only way such a problem gets enough CTAs without splitting K), plus 192 for the
+    ptr-array kernels (``ENUM_TILE_N_PTR_ARRAY``)."""
     if kernel == "gemm" and 0 < problem_m(problem) <= SKINNY_M_MAX:
         return ENUM_TILE_N_SKINNY + ENUM_TILE_N
+    if kernel in PTR_ARRAY_KERNELS:
+        return ENUM_TILE_N + ENUM_TILE_N_PTR_ARRAY
     return ENUM_TILE_N
 
 

@@ -29,3 +29,52 @@ def test_plan_only_writes_the_batches_and_counts_the_programs(tmp_path):
         doc = yaml.safe_load(summary["batches"][name])
         assert doc["defaults"]["budget_configs"] <= 8
         assert len(doc["workloads"]) >= 3
+
+
+NEW_WORKLOADS = {
+    "gemma3_12b_prefill_4k": "fa_prefill",
+    "qwen25_7b_decode_b32_kv8k": "fa_decode",
+    "llama2_7b_decode_b16_kv4k": "fa_decode",
+    "mixtral_8x7b_down": "moe_gemm",
+    "deepseek_v2_lite_gate_up": "moe_gemm",
+    "phi3_medium_qkv_varlen16": "grouped_gemm",
+}
+
+
+def test_workload_filter_plans_the_public_model_workloads_and_counts_unique_programs(tmp_path):
+    """The next device call's selection: the --workloads filter takes each further public-model
+    workload into its kind's batch, every one plans legal programs, and the plan counts the unique
+    programs per build family (one grouped binary serves grouped and MoE shapes alike)."""
+    out, work = tmp_path / "out", tmp_path / "work"
+    args = [sys.executable, str(REPO / "benchmarks" / "confirm_h200.py"), "--out", str(out), "--work", str(work),
+            "--plan-only", "--workloads", ",".join(NEW_WORKLOADS), "--budget", "fa_decode=4,moe_gemm=4",
+            "--cache", str(tmp_path / "cache")]  # fmt: skip
+    r = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    for name, kind in NEW_WORKLOADS.items():
+        doc = yaml.safe_load(summary["batches"][kind])
+        assert name in {w["name"] for w in doc["workloads"]}, (name, kind)
+        plan = json.loads((work / f"plan_{kind}" / "plan.json").read_text())
+        (w,) = [w for w in plan["workloads"] if w["name"] == name]
+        assert w["planned"] and all(p["valid"] for p in w["planned"]), name
+        want = 4 if kind in ("fa_decode", "moe_gemm") else 3 if kind == "grouped_gemm" else 2
+        assert len(w["planned"]) == min(want, w["space_size"] + 1), (name, w["space_size"])
+    unique = summary["build_plan"]
+    assert {"fmha", "grouped"} <= set(unique) and all(u["cached"] == 0 for u in unique.values())
+    planned_grouped = sum(
+        len(w["planned"])
+        for kind in ("moe_gemm", "grouped_gemm")
+        for w in json.loads((work / f"plan_{kind}" / "plan.json").read_text())["workloads"]
+    )
+    # the default and the model's picks recur across grouped and MoE workloads: built once
+    assert 2 <= unique["grouped"]["programs"] < planned_grouped
+
+
+def test_unknown_workload_name_is_refused_with_the_allowed_names(tmp_path):
+    r = subprocess.run([sys.executable, str(REPO / "benchmarks" / "confirm_h200.py"), "--out", str(tmp_path / "o"),
+                        "--work", str(tmp_path / "w"), "--plan-only", "--workloads", "mixtral_8x7b_dwon"],
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert r.returncode == 2
+    assert "mixtral_8x7b_dwon" in r.stderr and "mixtral_8x7b_down" in r.stderr
+    assert not (tmp_path / "w" / "moe_gemm.yaml").exists()
