@@ -15,6 +15,7 @@ from typing import Any
 
 from kernelpilot.errors import InputError
 from kernelpilot.export.runs import TunedEntry
+from kernelpilot.export.writer import write_kind_files
 
 KINDS = ("fa_prefill", "fa_decode")
 
@@ -153,11 +154,7 @@ def document(table: AttentionTable) -> dict[str, Any]:
                 "kernel": r.kernel.symbol,
                 "label": r.kernel.label,
                 "runtime": r.entry.runtime,
-                "time_ms": r.entry.time_ms,
-                "time_source": r.entry.time_source,
-                "vendor_ms": r.entry.vendor_ms,
-                "vendor_ratio": r.entry.vendor_ratio,
-                "origin": r.entry.origin,
+                **r.entry.provenance(),
             }
             for r in table.rows
         ],
@@ -166,22 +163,12 @@ def document(table: AttentionTable) -> dict[str, Any]:
 
 def write(out: Any, table: AttentionTable, ctx: dict[str, Any], env: Any, name: str) -> list[str]:
     """Render the attention headers, kernels, table and operator into ``out``; returns relative paths."""
-    files = {
-        f"include/{name}/attention_dispatch.h": "attention_dispatch.h.j2",
-        f"include/{name}/attention.h": "attention.h.j2",
-        "csrc/attention_table.cu": "attention_table.cu.j2",
-        "csrc/attention_ops.cpp": "attention_ops.cpp.j2",
-    }
-    written = []
-    for rel, tpl in files.items():
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tpl_obj = env.get_template(f"export/cuda/{tpl}")
-        path.write_text(tpl_obj.render({**ctx, "kernels": table.kernels, "rows": table.rows}))
-        written.append(rel)
-    for k in table.kernels:
-        rel = f"csrc/attention/{k.symbol}.cu"
-        (out / rel).parent.mkdir(parents=True, exist_ok=True)
-        (out / rel).write_text(render_kernel(k, name, env))
-        written.append(rel)
-    return written
+    return write_kind_files(
+        out,
+        env,
+        name=name,
+        kind="attention",
+        context={**ctx, "kernels": table.kernels, "rows": table.rows},
+        kernels=table.kernels,
+        render_kernel=lambda kernel: render_kernel(kernel, name, env),
+    )

@@ -175,11 +175,7 @@ def dispatch_document(table: Table, source: ExportSource, name: str) -> dict[str
                 "label": r.kernel.label,
                 "runtime": r.entry.runtime,
                 "knobs": r.knobs,
-                "time_ms": r.entry.time_ms,
-                "time_source": r.entry.time_source,
-                "vendor_ms": r.entry.vendor_ms,
-                "vendor_ratio": r.entry.vendor_ratio,
-                "origin": r.entry.origin,
+                **r.entry.provenance(),
             }
             for r in table.rows
         ],  # fmt: skip

@@ -17,6 +17,7 @@ from typing import Any
 
 from kernelpilot.errors import InputError
 from kernelpilot.export.runs import TunedEntry
+from kernelpilot.export.writer import write_kind_files
 
 KINDS = ("grouped_gemm", "moe_gemm")
 OPS = {"grouped_gemm": "grouped_mm", "moe_gemm": "moe_gemm"}
@@ -189,11 +190,7 @@ def document(table: GroupedTable) -> dict[str, Any]:
                 "label": r.kernel.label,
                 "runtime": r.entry.runtime,
                 "knobs": r.knobs,
-                "time_ms": r.entry.time_ms,
-                "time_source": r.entry.time_source,
-                "vendor_ms": r.entry.vendor_ms,
-                "vendor_ratio": r.entry.vendor_ratio,
-                "origin": r.entry.origin,
+                **r.entry.provenance(),
             }
             for r in table.rows
         ],
@@ -203,25 +200,12 @@ def document(table: GroupedTable) -> dict[str, Any]:
 
 def write(out: Any, table: GroupedTable, ctx: dict[str, Any], env: Any, name: str) -> list[str]:
     """Render the grouped headers, kernels, table and operators into ``out``; returns relative paths."""
-    files = {
-        f"include/{name}/grouped_dispatch.h": "grouped_dispatch.h.j2",
-        f"include/{name}/grouped.h": "grouped.h.j2",
-        "csrc/grouped_table.cu": "grouped_table.cu.j2",
-        "csrc/grouped_ops.cpp": "grouped_ops.cpp.j2",
-    }
-    written = []
-    for rel, tpl in files.items():
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(
-            env.get_template(f"export/cuda/{tpl}").render(
-                {**ctx, "kernels": table.kernels, "rows": table.rows}
-            )
-        )
-        written.append(rel)
-    for k in table.kernels:
-        rel = f"csrc/grouped/{k.symbol}.cu"
-        (out / rel).parent.mkdir(parents=True, exist_ok=True)
-        (out / rel).write_text(render_kernel(k, name, env))
-        written.append(rel)
-    return written
+    return write_kind_files(
+        out,
+        env,
+        name=name,
+        kind="grouped",
+        context={**ctx, "kernels": table.kernels, "rows": table.rows},
+        kernels=table.kernels,
+        render_kernel=lambda kernel: render_kernel(kernel, name, env),
+    )

@@ -48,6 +48,16 @@ class TunedEntry:
     origin: dict[str, Any] = field(default_factory=dict)
     raw_dtype: Any = None  # the run's dtype as the target model parses it (a dict for mixed Xe pairs)
 
+    def provenance(self) -> dict[str, Any]:
+        """Where this entry's time comes from, as every kind's ``dispatch.json`` rows record it."""
+        return {
+            "time_ms": self.time_ms,
+            "time_source": self.time_source,
+            "vendor_ms": self.vendor_ms,
+            "vendor_ratio": self.vendor_ratio,
+            "origin": self.origin,
+        }
+
     @property
     def model_dtype(self) -> Any:
         return self.dtype if self.raw_dtype is None else self.raw_dtype

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from kernelpilot.errors import InputError
 
@@ -39,3 +40,35 @@ def write_atomically(out: Path, fill: Callable[[Path], None], *, force: bool = F
         raise
     shutil.rmtree(old, ignore_errors=True)
     return out
+
+
+def write_kind_files(
+    out: Path,
+    env: Any,
+    *,
+    name: str,
+    kind: str,
+    context: dict[str, Any],
+    kernels: Sequence[Any],
+    render_kernel: Callable[[Any], str],
+) -> list[str]:
+    """The files every operator kind beyond GEMM adds to a CUDA export: its dispatch header, C++ header,
+    kernel table and operator source (templates ``export/cuda/<kind>_*.j2`` rendered with ``context``),
+    and one translation unit per kernel under ``csrc/<kind>/``.  Returns the paths relative to ``out``."""
+    files = {
+        f"include/{name}/{kind}_dispatch.h": f"{kind}_dispatch.h.j2",
+        f"include/{name}/{kind}.h": f"{kind}.h.j2",
+        f"csrc/{kind}_table.cu": f"{kind}_table.cu.j2",
+        f"csrc/{kind}_ops.cpp": f"{kind}_ops.cpp.j2",
+    }
+    written = []
+    for rel, template in files.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(env.get_template(f"export/cuda/{template}").render(context))
+        written.append(rel)
+    for kernel in kernels:
+        rel = f"csrc/{kind}/{kernel.symbol}.cu"
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(render_kernel(kernel))
+        written.append(rel)
+    return written
