@@ -20,6 +20,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "legal for the problem), error",
     )
     parser.add_argument(
+        "--min-vendor-ratio",
+        type=float,
+        default=1.0,
+        metavar="R",
+        help="a tuned kernel serves its shape only where the run's confirmed vendor/tuned time ratio is at "
+        "least R (default 1.0: shapes on which the vendor library was measured faster call the vendor "
+        "library); 0 keeps every tuned kernel",
+    )
+    parser.add_argument(
         "--store", help="results store (SQLite) to export instead of run files (with --target)"
     )
     parser.add_argument("--target", help="target of the --store rows to export (sm90, bmg, pvc, ...)")
@@ -51,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
         bundle_cutlass=not args.no_bundle_cutlass,
         cutlass_dir=args.cutlass_dir,
         force=args.force,
+        min_vendor_ratio=args.min_vendor_ratio,
     )
     summary = {"out": str(res.out), "target": res.target, "kernels": res.kernels, "entries": res.entries,
                "notes": res.notes, "files": res.files}  # fmt: skip
@@ -62,7 +72,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     if res.target == "sm90":
         print(f"build: pip install {res.out}")
-        print(
-            f"call:  import {args.name}; torch.ops.{args.name}.gemm(a, b)  (and the other ops in dispatch.json)"
-        )
+        ops = ", ".join(f"torch.ops.{args.name}.{op}" for op in res.ops) or "none"
+        print(f"call:  import {args.name}; then {ops}  (dispatch.json says which shapes each serves)")
     return 0

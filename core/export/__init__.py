@@ -31,6 +31,7 @@ class ExportResult:
     kernels: int
     entries: int
     notes: list[str] = field(default_factory=list)
+    ops: list[str] = field(default_factory=list)  # the PyTorch operators of an sm90 export
 
 
 def check_name(name: str) -> str:
@@ -82,14 +83,20 @@ def export(
     bundle_cutlass: bool = True,
     cutlass_dir: str | None = None,
     force: bool = False,
+    min_vendor_ratio: float = 1.0,
 ) -> ExportResult:
-    """Export tuned kernels into ``out`` (written atomically); input errors raise :class:`InputError`."""
+    """Export tuned kernels into ``out`` (written atomically); input errors raise :class:`InputError`.
+
+    ``min_vendor_ratio``: a tuned kernel serves its shape only where the run's confirmed vendor/tuned
+    ratio is at least this; below it the operator calls the vendor library (``routing``)."""
     from kernelpilot import __version__
     from kernelpilot.export.dispatch import build_table, dispatch_document
+    from kernelpilot.export.routing import check_min_vendor_ratio
     from kernelpilot.export.writer import write_atomically
     from kernelpilot.targets import get_target_model
 
     check_name(name)
+    check_min_vendor_ratio(min_vendor_ratio)
     source = load_sources(run_files, store, target)
     model = get_target_model(source.target)
     files: list[str] = []
@@ -98,7 +105,7 @@ def export(
     if model.family == "xe":
         from kernelpilot.export import xe_project
 
-        table = xe_project.build_table(source, fallback)
+        table = xe_project.build_table(source, fallback, min_vendor_ratio)
         doc = xe_project.dispatch_document(table, source, name)
 
         def fill(tmp: Path) -> None:
@@ -112,10 +119,12 @@ def export(
         by_kind = {kinds: [e for e in source.entries if e.kind in kinds]
                    for kinds in (grouped_ops.KINDS, attention_ops.KINDS)}  # fmt: skip
         rest = [e for e in source.entries if e.kind not in (*grouped_ops.KINDS, *attention_ops.KINDS)]
-        table = build_table(dataclasses.replace(source, entries=rest), fallback, model)
+        table = build_table(
+            dataclasses.replace(source, entries=rest), fallback, model, min_vendor_ratio=min_vendor_ratio
+        )
         cuda_project.check_kinds(table)
-        grouped = grouped_ops.build(by_kind[grouped_ops.KINDS], model)
-        attention = attention_ops.build(by_kind[attention_ops.KINDS], model)
+        grouped = grouped_ops.build(by_kind[grouped_ops.KINDS], model, min_vendor_ratio)
+        attention = attention_ops.build(by_kind[attention_ops.KINDS], model, min_vendor_ratio)
         all_rows.extend([*table.rows, *grouped.rows, *attention.rows])
         for s in grouped.skipped:
             notes.append(f"not exported: {s['workload']} ({s['kind']}): {s['reason']}")
@@ -155,6 +164,12 @@ def export(
         )
     if model.family == "xe":
         all_rows = list(table.rows)
+    routed = [r for r in all_rows if r.vendor_reason]
+    if routed:
+        notes.append(
+            f"{len(routed)} tuned shape(s) call the vendor library: the run's confirmation measured it faster "
+            "(dispatch.json: route_reason; --min-vendor-ratio 0 keeps every tuned kernel)"
+        )
     if all(r.entry.time_source == "search" for r in all_rows):
         notes.append(
             "times are search-time medians: no input confirmed its winners against the vendor library"
@@ -165,5 +180,5 @@ def export(
     written = write_atomically(out, fill, force=force)
     return ExportResult(
         out=written, target=source.target, files=files, kernels=kernel_count, entries=len(all_rows),
-        notes=notes,
+        notes=notes, ops=list(doc.get("ops", [])),
     )  # fmt: skip

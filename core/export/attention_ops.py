@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelpilot.errors import InputError
+from kernelpilot.export.routing import DEFAULT_MIN_VENDOR_RATIO, route_fields, vendor_reason
 from kernelpilot.export.runs import TunedEntry
 from kernelpilot.export.writer import write_kind_files
 
@@ -40,7 +41,7 @@ class AttentionKernel:
 @dataclass
 class AttentionRow:
     entry: TunedEntry
-    kernel: AttentionKernel
+    kernel: AttentionKernel | None  # None: SDPA serves this problem (``vendor_reason`` says why)
     batch: int
     heads_q: int
     heads_kv: int
@@ -48,6 +49,13 @@ class AttentionRow:
     seq_kv: int
     head_dim: int
     causal: bool
+    label: str = ""
+    vendor_reason: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)  # the tuned (normalized) config
+
+    @property
+    def kernel_index(self) -> int:
+        return -1 if self.kernel is None else self.kernel.index
 
 
 @dataclass
@@ -56,9 +64,12 @@ class AttentionTable:
     rows: list[AttentionRow] = field(default_factory=list)
 
 
-def build(entries: list[TunedEntry], model: Any) -> AttentionTable:
+def build(
+    entries: list[TunedEntry], model: Any, min_vendor_ratio: float = DEFAULT_MIN_VENDOR_RATIO
+) -> AttentionTable:
     """One kernel per (config, dtype, mask) -- the head dim is part of the config's tile -- and one row
-    per tuned problem, each validated by the tuner's dims rules and the hardware model."""
+    per tuned problem, each validated by the tuner's dims rules and the hardware model; a problem the
+    run confirmed slower than SDPA is served by SDPA (``routing.vendor_reason``)."""
     from kernelpilot.dsl_plugins.cuda.fmha import (
         fmha_label,
         normalize_dtype,
@@ -93,14 +104,15 @@ def build(entries: list[TunedEntry], model: Any) -> AttentionTable:
                 field="best.config",
             )
         key = json.dumps([dtype, cfg, dims["causal"]], sort_keys=True)
-        if key not in kernels:
-            mask = "causal" if dims["causal"] else "nomask"
+        label = f"{fmha_label(cfg)}_{'causal' if dims['causal'] else 'nomask'}"
+        reason = vendor_reason(e, min_vendor_ratio)
+        if key not in kernels and reason is None:
             kernels[key] = AttentionKernel(index=len(kernels), dtype=dtype, config=cfg, causal=dims["causal"],
-                                           label=f"{fmha_label(cfg)}_{mask}")  # fmt: skip
+                                           label=label)  # fmt: skip
         table.rows.append(
             AttentionRow(
                 entry=e,
-                kernel=kernels[key],
+                kernel=None if reason else kernels[key],
                 batch=dims["batch"],
                 heads_q=dims["num_heads_q"],
                 heads_kv=dims["num_heads_kv"],
@@ -108,6 +120,9 @@ def build(entries: list[TunedEntry], model: Any) -> AttentionTable:
                 seq_kv=dims["seq_kv"],
                 head_dim=dims["head_dim"],
                 causal=dims["causal"],
+                label=label,
+                vendor_reason=reason,
+                config=cfg,
             )  # fmt: skip
         )
     table.kernels = list(kernels.values())
@@ -151,8 +166,7 @@ def document(table: AttentionTable) -> dict[str, Any]:
                     "head_dim": r.head_dim,
                     "causal": r.causal,
                 },  # fmt: skip
-                "kernel": r.kernel.symbol,
-                "label": r.kernel.label,
+                **route_fields(r.kernel, r.label, r.vendor_reason, r.config),
                 "runtime": r.entry.runtime,
                 **r.entry.provenance(),
             }

@@ -92,12 +92,12 @@ def kind_parts(grouped: Any, attention: Any, name: str) -> list[dict[str, Any]]:
     # the grouped and FMHA programs' flags (fmha builds with the grouped recipe), less the register report
     flags = [f for f in GROUPED_FLAGS if not f.startswith("-Xptxas") and f != "-v"]
     parts = []
-    if grouped is not None and grouped.kernels:
+    if grouped is not None and grouped.rows:  # rows but no kernels: every problem is vendor-served
         parts.append({"key": "grouped", "title": "grouped GEMM", "ops": "grouped_mm, moe_gemm",
                       "sources": [f"csrc/grouped/{k.symbol}.cu" for k in grouped.kernels] + ["csrc/grouped_table.cu"],
                       "extra_includes": [], "nvcc_flags": flags, "op_source": "csrc/grouped_ops.cpp",
                       "python": "export/cuda/grouped_py.j2"})  # fmt: skip
-    if attention is not None and attention.kernels:
+    if attention is not None and attention.rows:
         parts.append({"key": "attention", "title": "attention (Hopper FMHA)", "ops": "attention",
                       "sources": [f"csrc/attention/{k.symbol}.cu" for k in attention.kernels]
                       + ["csrc/attention_table.cu"],
@@ -168,15 +168,15 @@ def write_project(
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_text(env.get_template("export/cuda/kind.cmake.j2").render(name=name, part=part))
         written.append(rel)
-    if grouped is not None and grouped.kernels:
+    if grouped is not None and grouped.rows:
         written += grouped_ops.write(out, grouped, ctx, env, name)
-    if attention is not None and attention.kernels:
+    if attention is not None and attention.rows:
         written += attention_ops.write(out, attention, ctx, env, name)
     if cutlass:
         doc["cutlass"] = bundle_cutlass(
             out / "third_party" / "cutlass",
             cutlass_dir,
-            fmha=attention is not None and bool(attention.kernels),
+            fmha=attention is not None and bool(attention.rows),
         )
     text = json.dumps(doc, indent=1)
     (out / "dispatch.json").write_text(text)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelpilot.errors import InputError
+from kernelpilot.export.routing import DEFAULT_MIN_VENDOR_RATIO, route_fields, vendor_reason
 from kernelpilot.export.runs import DECOMP_CODES, RASTER_CODES, ExportSource, TunedEntry
 
 FALLBACKS = ("vendor", "nearest", "error")
@@ -45,8 +46,15 @@ class Row:
     """One tuned shape of the table."""
 
     entry: TunedEntry
-    kernel: Kernel
+    kernel: Kernel | None  # None: the vendor library serves this shape (``vendor_reason`` says why)
     knobs: dict[str, Any]  # raster (H/M/N), swizzle, decomp (H/D/S/K), splits
+    label: str  # the tuned config's label (also for a vendor-served row)
+    vendor_reason: str | None = None
+
+    @property
+    def kernel_index(self) -> int:
+        """The row's kernel in the generated tables; -1 for a vendor-served row."""
+        return -1 if self.kernel is None else self.kernel.index
 
 
 @dataclass
@@ -55,6 +63,7 @@ class Table:
     kernels: list[Kernel]
     rows: list[Row]
     fallback: str
+    min_vendor_ratio: float = DEFAULT_MIN_VENDOR_RATIO
 
 
 def knobs_of(runtime: dict[str, Any], where: str) -> dict[str, Any]:
@@ -105,9 +114,12 @@ def build_table(
     fallback: str,
     model: Any,
     knobs: Callable[[dict[str, Any], str], dict[str, Any]] = knobs_of,
+    min_vendor_ratio: float = DEFAULT_MIN_VENDOR_RATIO,
 ) -> Table:
     """Kernels (one per distinct config, dtype and layout) and rows (one per tuned shape); ``knobs``
-    turns a run's ``runtime`` into the row's run-time knobs (the backends name them differently)."""
+    turns a run's ``runtime`` into the row's run-time knobs (the backends name them differently).
+    A row the run confirmed slower than the vendor library (``routing.vendor_reason``) is served by the
+    vendor library: its config is still validated, but compiled only if another row uses it."""
     if fallback not in FALLBACKS:
         raise InputError(f"fallback {fallback!r} not in {', '.join(FALLBACKS)}", field="--fallback")
     kernels: dict[str, Kernel] = {}
@@ -115,18 +127,19 @@ def build_table(
     for e in source.entries:
         where = f"{e.origin.get('run') or e.origin.get('store')}: {e.origin.get('workload') or e.dims}"
         key = json.dumps([e.kind, e.dtype, e.layout, e.config], sort_keys=True)
-        if key not in kernels:
-            parsed = model.parse_config({"kernel": e.kind, "dtype": e.model_dtype, **e.config}, where=where)
+        parsed = model.parse_config({"kernel": e.kind, "dtype": e.model_dtype, **e.config}, where=where)
+        label = parsed.label() if hasattr(parsed, "label") else e.label
+        reason = vendor_reason(e, min_vendor_ratio)
+        if key not in kernels and reason is None:
             kernels[key] = Kernel(
                 index=len(kernels),
                 kind=e.kind,
                 dtype=e.dtype,
                 layout=e.layout,
                 config=e.config,
-                label=parsed.label() if hasattr(parsed, "label") else e.label,
+                label=label,
                 align=alignment_of(model, e.config, e.kind, e.model_dtype, e.layout),
             )
-        k = kernels[key]
         problem = {**e.dims, "dtype": e.model_dtype, "layout": e.layout}
         res = model.check(model.parse_config({"kernel": e.kind, "dtype": e.model_dtype, **e.config}), problem)
         if not res.valid:
@@ -135,8 +148,12 @@ def build_table(
                 + "; ".join(v.message for v in res.violations),
                 field="best.config",
             )
-        rows.append(Row(entry=e, kernel=k, knobs=knobs(e.runtime, where)))
-    return Table(target=source.target, kernels=list(kernels.values()), rows=rows, fallback=fallback)
+        kernel = None if reason else kernels[key]
+        rows.append(
+            Row(entry=e, kernel=kernel, knobs=knobs(e.runtime, where), label=label, vendor_reason=reason)
+        )
+    return Table(target=source.target, kernels=list(kernels.values()), rows=rows, fallback=fallback,
+                 min_vendor_ratio=min_vendor_ratio)  # fmt: skip
 
 
 def dispatch_document(table: Table, source: ExportSource, name: str) -> dict[str, Any]:
@@ -147,6 +164,7 @@ def dispatch_document(table: Table, source: ExportSource, name: str) -> dict[str
         "target": table.target,
         "device": source.device,
         "fallback": table.fallback,
+        "min_vendor_ratio": table.min_vendor_ratio,
         "inputs": source.inputs,
         "times": (
             "search-time medians: no input confirmed its winners against the vendor library"
@@ -171,8 +189,7 @@ def dispatch_document(table: Table, source: ExportSource, name: str) -> dict[str
                 "dtype": r.entry.dtype,
                 "layout": r.entry.layout,
                 "dims": r.entry.dims,
-                "kernel": r.kernel.symbol,
-                "label": r.kernel.label,
+                **route_fields(r.kernel, r.label, r.vendor_reason, r.entry.config),
                 "runtime": r.entry.runtime,
                 "knobs": r.knobs,
                 **r.entry.provenance(),

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelpilot.errors import InputError
+from kernelpilot.export.routing import DEFAULT_MIN_VENDOR_RATIO, route_fields, vendor_reason
 from kernelpilot.export.runs import TunedEntry
 from kernelpilot.export.writer import write_kind_files
 
@@ -44,12 +45,19 @@ class GroupedKernel:
 class GroupedRow:
     entry: TunedEntry
     op: str  # grouped_mm | moe_gemm
-    kernel: GroupedKernel
+    kernel: GroupedKernel | None  # None: the vendor op serves this problem (``vendor_reason`` says why)
     knobs: dict[str, Any]  # raster (M/N), swizzle
     groups: int
     n: int
     k: int
     total_m: int
+    label: str = ""
+    vendor_reason: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)  # the tuned (normalized) config
+
+    @property
+    def kernel_index(self) -> int:
+        return -1 if self.kernel is None else self.kernel.index
 
 
 @dataclass
@@ -111,8 +119,11 @@ def alignment_of(model: Any, parsed: Any, dtype: Any) -> dict[str, int]:
     return align
 
 
-def build(entries: list[TunedEntry], model: Any) -> GroupedTable:
-    """Kernels (one per distinct config and dtype, shared by both ops) and one row per tuned problem."""
+def build(
+    entries: list[TunedEntry], model: Any, min_vendor_ratio: float = DEFAULT_MIN_VENDOR_RATIO
+) -> GroupedTable:
+    """Kernels (one per distinct config and dtype, shared by both ops) and one row per tuned problem; a
+    problem the run confirmed slower than the vendor op is served by it (``routing.vendor_reason``)."""
     from kernelpilot.dsl_plugins.cuda.grouped_gemm import config_label, normalize_dtype, normalize_gemm_config
 
     table = GroupedTable()
@@ -142,15 +153,17 @@ def build(entries: list[TunedEntry], model: Any) -> GroupedTable:
                 field="best.config",
             )
         key = json.dumps([dtype, cfg], sort_keys=True)
-        if key not in kernels:
+        reason = vendor_reason(e, min_vendor_ratio)
+        if key not in kernels and reason is None:
             probe = model.parse_config(
                 {"kernel": "grouped_gemm", "dtype": e.model_dtype, **e.config}, where=where
             )
             kernels[key] = GroupedKernel(index=len(kernels), dtype=dtype, config=cfg, label=config_label(cfg),
                                          align=alignment_of(model, probe, e.model_dtype))  # fmt: skip
         groups, n, k, total_m = problem
-        table.rows.append(GroupedRow(entry=e, op=OPS[e.kind], kernel=kernels[key], knobs=knobs_of(e.runtime, where),
-                                     groups=groups, n=n, k=k, total_m=total_m))  # fmt: skip
+        table.rows.append(GroupedRow(entry=e, op=OPS[e.kind], kernel=None if reason else kernels[key],
+                                     knobs=knobs_of(e.runtime, where), groups=groups, n=n, k=k, total_m=total_m,
+                                     label=config_label(cfg), vendor_reason=reason, config=cfg))  # fmt: skip
     table.kernels = list(kernels.values())
     return table
 
@@ -186,8 +199,7 @@ def document(table: GroupedTable) -> dict[str, Any]:
                 "key": {"groups": r.groups, "N": r.n, "K": r.k, "M": r.total_m},
                 "tuned_group_rows": [int(g[0]) for g in r.entry.dims["groups"]],
                 "empty_groups": int(r.entry.dims.get("empty_groups", 0) or 0),
-                "kernel": r.kernel.symbol,
-                "label": r.kernel.label,
+                **route_fields(r.kernel, r.label, r.vendor_reason, r.config),
                 "runtime": r.entry.runtime,
                 "knobs": r.knobs,
                 **r.entry.provenance(),

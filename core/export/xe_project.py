@@ -21,6 +21,7 @@ from kernelpilot.errors import InputError
 from kernelpilot.export.dispatch import Table
 from kernelpilot.export.dispatch import build_table as build_generic
 from kernelpilot.export.dispatch import dispatch_document as document_generic
+from kernelpilot.export.routing import DEFAULT_MIN_VENDOR_RATIO
 from kernelpilot.export.runs import ExportSource
 
 EXPORTABLE_KINDS = ("gemm",)
@@ -38,7 +39,9 @@ def xe_knobs(runtime: dict[str, Any], where: str) -> dict[str, Any]:
     return {"mode": mode, "splits": splits}
 
 
-def build_table(source: ExportSource, fallback: str) -> Table:
+def build_table(
+    source: ExportSource, fallback: str, min_vendor_ratio: float = DEFAULT_MIN_VENDOR_RATIO
+) -> Table:
     from kernelpilot.targets import get_target_model
 
     other = sorted({e.kind for e in source.entries} - set(EXPORTABLE_KINDS))
@@ -48,7 +51,9 @@ def build_table(source: ExportSource, fallback: str) -> Table:
             f"(exportable: {', '.join(EXPORTABLE_KINDS)})",
             field="workloads[].kernel",
         )
-    return build_generic(source, fallback, get_target_model(source.target), knobs=xe_knobs)
+    return build_generic(
+        source, fallback, get_target_model(source.target), knobs=xe_knobs, min_vendor_ratio=min_vendor_ratio
+    )
 
 
 def tile_shapes(table: Table) -> list[dict[str, Any]]:
