@@ -11,8 +11,10 @@ Run by ``benchmarks/export_kinds_h200.sh`` after ``pip install`` of an export of
 * **untuned problems** (other group splits and token counts, an empty group, rows after the last
   offset (which the operators return as zeros), other lengths and batch sizes, a decode with 4 query
   rows per kv head, an N no kernel may take, head dim 96):
-  ``vendor`` returns exactly the vendor result, ``nearest`` runs the nearest legal kernel (or the vendor
-  path when none is legal) and matches the reference, ``error`` raises;
+  ``vendor`` returns the vendor result (bit for bit; where the vendor itself is not run-to-run
+  deterministic, as SDPA's backend may not be, within its own run-to-run difference: see
+  ``matches_vendor``), ``nearest`` runs the nearest legal kernel (or the vendor path when none is
+  legal) and matches the reference, ``error`` raises;
 * **inputs the kernels cannot take** (fp32, row-major b[g], int64 offsets, a misaligned pointer,
   causal with Sq != Skv, CPU tensors): never a kernel; the vendor result or, under ``error``, an exception;
 * **speed**: each tuned problem timed from CUDA graphs over input sets rotated past L2, interleaved with
@@ -244,10 +246,9 @@ def close(out, ref, atol: float, rtol: float) -> dict[str, Any]:
 def check_call(
     policy: str, how: str, call, vendor, reference, tol, tuned: bool, legal: bool
 ) -> dict[str, Any]:
-    """One call under one policy: tuned -> tuned kernel, right result; untuned -> vendor's exact result
-    (vendor, or nearest with nothing legal), the nearest kernel (nearest) or an exception (error)."""
-    import torch
-
+    """One call under one policy: tuned -> tuned kernel, right result; untuned -> the vendor's result
+    (vendor, or nearest with nothing legal; see matches_vendor), the nearest kernel (nearest) or an
+    exception (error)."""
     rec: dict[str, Any] = {"policy": policy, "explain": how}
     if policy == "error" and not tuned:
         try:
@@ -268,14 +269,48 @@ def check_call(
         rec["ok"] = rec["ok"] and how.startswith("tuned")
     elif policy == "vendor" or not legal:
         ref = vendor_or_none(vendor, rec)  # None: torch's op refused, the op's own vendor fallback ran
-        same = ref is None or bool(torch.equal(out, ref))
-        rec.update(
-            ok=rec["ok"] and same and how.startswith("vendor"),
-            equals_vendor=same if ref is not None else None,
-        )
+        same = ref is None or matches_vendor(out, ref, vendor, rec)
+        if ref is None:
+            rec["equals_vendor"] = None
+        rec["ok"] = rec["ok"] and same and how.startswith("vendor")
     else:
         rec["ok"] = rec["ok"] and how.startswith("nearest")
     return rec
+
+
+def max_abs_diff(a, b) -> float:
+    """max |a - b| in fp32 (NaN where either has a NaN at a position, so no comparison passes)."""
+    diff = (a.float() - b.float()).abs()
+    return float(diff.max().item()) if diff.numel() else 0.0
+
+
+def matches_vendor(out, ref, vendor, rec: dict[str, Any]) -> bool:
+    """Whether ``out`` is the vendor's result ``ref`` (what was found goes into ``rec``).
+
+    Equal bits pass.  Otherwise the vendor runs once more: if it repeats ``ref`` bit for bit it is
+    deterministic for these inputs and ``out`` fails (``vendor_deterministic: true``).  If its two
+    results differ, it is not (SDPA's chosen backend need not be run-to-run deterministic), so no
+    exact match can be asked of ``out``: it passes when it is no farther (max |diff|) from one of the
+    vendor's two results than they are from each other (``vendor_deterministic: false``, with
+    ``vendor_max_diff`` and ``max_diff_vs_vendor``)."""
+    import torch
+
+    if out.shape == ref.shape and bool(torch.equal(out, ref)):
+        rec["equals_vendor"] = True
+        return True
+    rec["equals_vendor"] = False
+    if out.shape != ref.shape:
+        return False
+    again = vendor_or_none(vendor, rec)
+    if again is None or again.shape != ref.shape:
+        return False
+    if bool(torch.equal(again, ref)):
+        rec["vendor_deterministic"] = True
+        return False
+    spread = max_abs_diff(again, ref)
+    dist = min(max_abs_diff(out, ref), max_abs_diff(out, again))
+    rec.update(vendor_deterministic=False, vendor_max_diff=spread, max_diff_vs_vendor=dist)
+    return dist <= spread
 
 
 def vendor_or_none(vendor, rec: dict[str, Any]):
@@ -294,8 +329,6 @@ def expect_raise_or_vendor(
     """An input no kernel can take: under ``error`` an exception naming the policy, else the vendor
     path's own result (or, where torch's op refuses the inputs, the op's fallback checked against the
     reference; or the op's own refusal)."""
-    import torch
-
     rec: dict[str, Any] = {"policy": policy, "explain": how}
     if policy == "error":
         try:
@@ -314,9 +347,10 @@ def expect_raise_or_vendor(
         good = reference is not None and close(out, reference(), *tol)["ok"]
         rec.update(ok=how.startswith("vendor") and good, equals_vendor=None, matches_reference=good)
         return rec
-    same = bool(torch.equal(out, ref))
-    rec.update(ok=how.startswith("vendor") and same and out.is_contiguous(), equals_vendor=same,
-               contiguous=bool(out.is_contiguous()))  # fmt: skip
+    same = matches_vendor(out, ref, vendor, rec)
+    rec.update(
+        ok=how.startswith("vendor") and same and out.is_contiguous(), contiguous=bool(out.is_contiguous())
+    )
     return rec
 
 

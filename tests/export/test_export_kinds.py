@@ -496,6 +496,72 @@ def test_h200_kinds_check_catches_unwritten_rows_and_strided_results():
     assert drv.poisoned(lambda: 7, 1024) == 7  # no GPU here: the call alone
 
 
+class _FakeVendor:
+    """A vendor function returning its results in turn (the last one from then on), counting calls."""
+
+    def __init__(self, *results):
+        self.results, self.calls = results, 0
+
+    def __call__(self):
+        self.calls += 1
+        return self.results[min(self.calls, len(self.results)) - 1].clone()
+
+
+def test_h200_kinds_check_accepts_a_nondeterministic_vendor_only_within_its_own_spread():
+    """The vendor-path check of the device script (check_call and expect_raise_or_vendor, via
+    matches_vendor) with fake vendors on CPU tensors: equal bits pass with one vendor call; a result
+    that differs is checked against a second vendor call: against a deterministic vendor it fails as
+    before, against a vendor whose two results differ it passes within their max |diff| (recorded with
+    vendor_deterministic false) and fails past it; NaN never passes."""
+    import functools
+
+    import torch
+
+    drv = _kinds_driver()
+    g = torch.Generator().manual_seed(3)
+    first = (torch.rand((2, 4, 8, 16), generator=g) * 2 - 1).to(torch.bfloat16)
+    first.view(-1)[5], first.view(-1)[7] = 0.5, 0.125  # the steps below are exact in bf16 there
+    step = torch.zeros_like(first)
+    step.view(-1)[5] = 2**-8  # one element one step apart: the vendor's run-to-run spread
+    second = first + step
+    spread = float((second.float() - first.float()).abs().max())
+    assert spread > 0
+    inside = first.clone()
+    inside.view(-1)[7] += 2**-9  # another element, less than the spread away
+    outside = first + 4 * step
+    nan = first.clone()
+    nan.view(-1)[0] = float("nan")
+    reference = functools.partial(first.float)
+
+    def check(out, vendor, via_check_call=True):
+        if via_check_call:
+            return drv.check_call("vendor", "vendor: not a tuned problem", lambda: out.clone(), vendor, reference,
+                                  (2e-2, 2e-2), tuned=False, legal=True)  # fmt: skip
+        return drv.expect_raise_or_vendor("nearest", "vendor: dtype not in bfloat16, float16",
+                                          lambda: out.clone(), vendor)  # fmt: skip
+
+    for via in (True, False):
+        det = _FakeVendor(first)
+        rec = check(first, det, via)
+        assert rec["ok"] and rec["equals_vendor"] is True and det.calls == 1
+        assert "vendor_deterministic" not in rec
+        det = _FakeVendor(first)
+        rec = check(inside, det, via)
+        assert not rec["ok"] and rec["equals_vendor"] is False and rec["vendor_deterministic"] is True
+        assert det.calls == 2
+        flaky = _FakeVendor(first, second)
+        rec = check(inside, flaky, via)
+        assert rec["ok"] and rec["equals_vendor"] is False and rec["vendor_deterministic"] is False
+        assert (
+            rec["vendor_max_diff"] == spread and 0 < rec["max_diff_vs_vendor"] <= spread and flaky.calls == 2
+        )
+        rec = check(second, _FakeVendor(first, second), via)  # the vendor's other result
+        assert rec["ok"] and rec["max_diff_vs_vendor"] == 0.0
+        rec = check(outside, _FakeVendor(first, second), via)
+        assert not rec["ok"] and rec["vendor_deterministic"] is False and rec["max_diff_vs_vendor"] > spread
+        assert not check(nan, _FakeVendor(first, second), via)["ok"]
+
+
 def test_split_kv_winner_is_refused_by_name() -> None:
     """The exported attention operator has no combine step, so a split-KV winner is an input error
     naming the field, not a silently unsplit kernel."""
