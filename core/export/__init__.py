@@ -167,7 +167,8 @@ def export(
     routed = [r for r in all_rows if r.vendor_reason]
     if routed:
         notes.append(
-            f"{len(routed)} tuned shape(s) call the vendor library: the run's confirmation measured it faster "
+            f"{len(routed)} tuned shape(s) call the vendor library instead of their kernel: the run's "
+            "confirmation measured it faster, or the operator could not run the kernel as the run timed it "
             "(dispatch.json: route_reason; --min-vendor-ratio 0 keeps every tuned kernel)"
         )
     if all(r.entry.time_source == "search" for r in all_rows):
