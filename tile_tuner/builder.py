@@ -272,7 +272,11 @@ def _option_groups(flags: tuple[str, ...]) -> list[str]:
 
 
 def render_project(items: list[BuildItem], recipe: BuildRecipe, project_dir: Path, timeout_s: float) -> Path:
-    """Write the CMake project (sources, CMakeLists.txt, launcher) for ``items``; build nothing."""
+    """Write the CMake project (sources, CMakeLists.txt, launcher) for ``items``; build nothing.
+
+    Paths written into the project are absolute: ninja runs the launcher from the build folder, where a
+    path relative to the caller's working directory (``--out runs/x``, ``--work w``) does not exist."""
+    project_dir = Path(project_dir).resolve()
     project_dir.mkdir(parents=True, exist_ok=True)
     (project_dir / "logs").mkdir(exist_ok=True)
     launcher = project_dir / "kp_launch.sh"

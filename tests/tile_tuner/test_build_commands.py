@@ -6,8 +6,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from kernelpilot.tile_tuner.builder import describe_commands, expand_shell_groups
-from kernelpilot.tile_tuner.kernel_api import BuildRecipe
+from kernelpilot.tile_tuner.builder import BuildItem, describe_commands, expand_shell_groups, render_project
+from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram
 
 
 def _recipe(**kw) -> BuildRecipe:
@@ -31,3 +31,20 @@ def test_build_txt_carries_the_environment_and_the_link_options(tmp_path: Path) 
     # no environment, no link options: just the two commands
     plain = describe_commands(tmp_path, _recipe(), 2).strip().splitlines()
     assert len(plain) == 2 and plain[1].startswith("ninja -C")
+
+
+def test_project_in_a_relative_folder_names_its_launcher_by_absolute_path(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """ninja runs the compile launcher from the build folder: a launcher path relative to the caller's
+    working directory (a relative --work / --out) was not found there and every build failed (code 127)."""
+    monkeypatch.chdir(tmp_path)
+    recipe = BuildRecipe(compiler="nvcc", language="CUDA", flags=("-O3",), include_dirs=())
+    item = BuildItem.create(
+        RenderedProgram(target_name="p", sources={"p.cu": "int main() { return 0; }"}), recipe, "t1"
+    )
+    project = render_project([item], recipe, Path("work") / "proj", timeout_s=60)
+    assert project.is_absolute()
+    cmake = (tmp_path / "work" / "proj" / "CMakeLists.txt").read_text()
+    launch = [line for line in cmake.splitlines() if "RULE_LAUNCH_COMPILE" in line]
+    assert launch and all(f'"{tmp_path}/work/proj/kp_launch.sh ' in line for line in launch)
