@@ -500,7 +500,11 @@ def _build_now(
             first_error = next((ln for ln in text.splitlines() if "error" in ln.lower()), "")
             message = f"{status}: {first_error.strip()[:400]}" if first_error else f"{status}: see log"
             if not text:
+                # the compile command never ran (the launcher or the toolchain failed before it): not a
+                # property of the config, so nothing is cached and the next run builds it again
                 message = f"{status}: no compile log (ninja said: {ninja_out[-300:]})"
+                outcomes[item.cache_key] = BuildOutcome(item.cache_key, status, None, None, wall, message=message)
+                continue
             cache.store(item.cache_key, None, log, message + ("\nTIMEOUT" if timed_out else ""), timeout_s)
             outcomes[item.cache_key] = BuildOutcome(
                 item.cache_key, status, None, cache.log(item.cache_key), wall, message=message

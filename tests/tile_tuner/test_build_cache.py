@@ -99,6 +99,27 @@ def test_a_truncated_cached_program_is_rebuilt_not_run(tmp_path):
     assert run.returncode == 0 and '"status": "ok"' in run.stdout
 
 
+@pytest.mark.skipif(shutil.which("c++") is None, reason="needs a host C++ compiler")
+def test_a_build_whose_compiler_never_ran_is_not_cached_as_the_configs_failure(tmp_path, monkeypatch):
+    """A launcher that cannot start (seen with a relative project path: code 127, no compile log) says
+    nothing about the config: the outcome is a failure, but no failure is cached, and the next build
+    with a working launcher builds the program."""
+    from kernelpilot.tile_tuner import builder
+
+    kernel = ToyKernel()
+    recipe = kernel.build_recipe("toy", {})
+    problem = {"M": 10, "N": 10, "K": 1, "dtype": "bf16", "layout": "rr"}
+    item = BuildItem.create(kernel.render(ToyConfig(tile=(32, 32)), problem, "toy"), recipe, "toy-1")
+    cache = BuildCache(tmp_path / "cache")
+    with monkeypatch.context() as m:
+        m.setattr(builder, "LAUNCHER", "#!/bin/sh\nexit 127\n")
+        [broken] = build_batch([item], recipe, cache, tmp_path / "work", jobs=1).values()
+    assert broken.status == "build_failed" and "no compile log" in broken.message
+    assert cache.manifest(item.cache_key) is None  # nothing published for the key
+    [again] = build_batch([item], recipe, cache, tmp_path / "work", jobs=1).values()
+    assert again.status == "built"
+
+
 def test_cache_verify_and_clean_commands(tmp_path, capsys):
     root = tmp_path / "c"
     cache = BuildCache(root)
