@@ -503,7 +503,9 @@ def _build_now(
                 # the compile command never ran (the launcher or the toolchain failed before it): not a
                 # property of the config, so nothing is cached and the next run builds it again
                 message = f"{status}: no compile log (ninja said: {ninja_out[-300:]})"
-                outcomes[item.cache_key] = BuildOutcome(item.cache_key, status, None, None, wall, message=message)
+                outcomes[item.cache_key] = BuildOutcome(
+                    item.cache_key, status, None, None, wall, message=message
+                )
                 continue
             cache.store(item.cache_key, None, log, message + ("\nTIMEOUT" if timed_out else ""), timeout_s)
             outcomes[item.cache_key] = BuildOutcome(
