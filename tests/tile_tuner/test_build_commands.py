@@ -43,8 +43,8 @@ def test_project_in_a_relative_folder_names_its_launcher_by_absolute_path(
     item = BuildItem.create(
         RenderedProgram(target_name="p", sources={"p.cu": "int main() { return 0; }"}), recipe, "t1"
     )
-    project = render_project([item], recipe, Path("work") / "proj", timeout_s=60)
+    project = render_project([item], recipe, Path("wd") / "proj", timeout_s=60)
     assert project.is_absolute()
-    cmake = (tmp_path / "work" / "proj" / "CMakeLists.txt").read_text()
+    cmake = (tmp_path / "wd" / "proj" / "CMakeLists.txt").read_text()
     launch = [line for line in cmake.splitlines() if "RULE_LAUNCH_COMPILE" in line]
-    assert launch and all(f'"{tmp_path}/work/proj/kp_launch.sh ' in line for line in launch)
+    assert launch and all(f'"{tmp_path}/wd/proj/kp_launch.sh ' in line for line in launch)
