@@ -141,7 +141,7 @@ def build_table(
                 align=alignment_of(model, e.config, e.kind, e.model_dtype, e.layout),
             )
         problem = {**e.dims, "dtype": e.model_dtype, "layout": e.layout}
-        res = model.check(model.parse_config({"kernel": e.kind, "dtype": e.model_dtype, **e.config}), problem)
+        res = model.check(parsed, problem)
         if not res.valid:
             raise InputError(
                 f"{where}: the {model.name} model rejects the tuned config for its own shape: "
