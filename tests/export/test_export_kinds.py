@@ -309,6 +309,30 @@ def test_bad_kind_inputs_exit_2_and_write_nothing(tmp_path):
         assert not [p for p in tmp_path.iterdir() if ".export-" in p.name]
 
 
+def _cuda_include() -> Path:
+    """The CUDA toolkit's include folder (the operator sources include cuda_runtime_api.h); skips without it."""
+    import os
+
+    homes = [
+        os.environ.get("CUDA_HOME", ""),
+        str(Path(NVCC).resolve().parent.parent) if NVCC else "",
+        "/usr/local/cuda",
+    ]
+    found = [
+        Path(h) / "include" for h in homes if h and (Path(h) / "include" / "cuda_runtime_api.h").is_file()
+    ]
+    if not found:
+        pytest.skip("needs the CUDA toolkit's headers (CUDA_HOME or /usr/local/cuda)")
+    return found[0]
+
+
+def _c10_cuda_stub(root: Path) -> None:
+    """The one generated c10 CUDA header a CPU-only torch lacks (CMake writes it in a CUDA build)."""
+    stub = root / "c10" / "cuda" / "impl"
+    stub.mkdir(parents=True)
+    (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
+
+
 needs_tools = pytest.mark.skipif(
     not (NVCC and GXX and shutil.which("cmake") and shutil.which("ninja") and CUTLASS.exists()),
     reason="needs nvcc, g++, cmake, ninja and CUTLASS headers in .deps/cutlass",
@@ -319,9 +343,10 @@ needs_tools = pytest.mark.skipif(
 @needs_tools
 def test_kind_sources_pass_the_compiler_front_ends(tmp_path):
     """With the bundled CUTLASS (and its Hopper FMHA collective): CMake configures the project, nvcc
-    preprocesses every grouped and attention kernel, and the three operator sources (the GEMM one with
-    empty GEMM tables) compile against the torch headers with -Wall -Wextra -Werror."""
-    import os
+    preprocesses every grouped and attention kernel, compiles the grouped table (its entry points and the
+    kernel that zeroes the rows after offs[-1]; no CUTLASS in it, so seconds) for sm_90a with -Werror, and
+    the three operator sources (the GEMM one with empty GEMM tables) compile against the torch headers
+    with -Wall -Wextra -Werror."""
     import sys
 
     import torch
@@ -357,20 +382,17 @@ def test_kind_sources_pass_the_compiler_front_ends(tmp_path):
         r = subprocess.run([NVCC, "-std=c++17", "-E", "-gencode", "arch=compute_90a,code=sm_90a", *inc, str(src), "-o", "/dev/null"],
                            capture_output=True, text=True, timeout=600)  # fmt: skip
         assert r.returncode == 0, (src.name, r.stderr[-3000:])
-    stub = tmp_path / "stub" / "c10" / "cuda" / "impl"
-    stub.mkdir(parents=True)
-    (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
-    homes = [os.environ.get("CUDA_HOME", ""), str(Path(NVCC).resolve().parent.parent), "/usr/local/cuda"]
-    found = [
-        Path(h) / "include" for h in homes if h and (Path(h) / "include" / "cuda_runtime_api.h").is_file()
-    ]
-    if not found:
-        pytest.skip("needs the CUDA toolkit's headers (CUDA_HOME or /usr/local/cuda)")
+    r = subprocess.run([NVCC, "-std=c++17", "-c", "-gencode", "arch=compute_90a,code=sm_90a", "-Xcompiler", "-Wall,-Wextra,-Werror",
+                        f"-I{out / 'include'}", str(out / "csrc" / "grouped_table.cu"), "-o", str(tmp_path / "grouped_table.o")],
+                       capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    _c10_cuda_stub(tmp_path / "stub")
+    cuda_inc = _cuda_include()
     torch_inc = [a for p in ce.include_paths() for a in ("-isystem", p)]
     for src in ("grouped_ops.cpp", "attention_ops.cpp", "ops.cpp"):
         r = subprocess.run(
             [GXX, "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", *torch_inc, "-isystem", str(tmp_path / "stub"),
-             "-isystem", str(found[0]), f"-I{out / 'include'}", f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+             "-isystem", str(cuda_inc), f"-I{out / 'include'}", f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
              str(out / "csrc" / src)],
             capture_output=True, text=True, timeout=900,
         )  # fmt: skip
@@ -432,11 +454,39 @@ def test_vendor_paths_keep_the_operators_contract(kinds_export):
     assert (
         "vendor_grouped(a, op == GroupedOp::moe_gemm ? b.transpose(-2, -1) : b, offs).contiguous()" in vendor
     )
+    # the tail: on the GPU with int32 offs a kernel writes only rows [offs[-1], M), reading offs[-1] on the
+    # device, on the current stream, its launch checked; every other input keeps the masked_fill (run on
+    # CPU tensors by test_grouped_ops_zero_the_tail_on_cpu)
+    assert "const at::Tensor last = offs.select(0, offs.numel() - 1);" in vendor
+    start = vendor.index("if (out.is_cuda()")
+    cuda = vendor[start : vendor.index("return out;", start)]
+    assert "last.scalar_type() == at::kInt" in cuda and "last.device() == out.device()" in cuda
     assert (
-        "offs.select(0, offs.numel() - 1)" in vendor
-        and "out.masked_fill_(rows.ge(end).unsqueeze(1), 0)" in vendor
+        "grouped_zero_tail(out.data_ptr(), out.size(0), out.size(1) * static_cast<long long>(out.element_size()),\n"
+        "                      last.data_ptr<int>(), c10::cuda::getCurrentCUDAStream(out.get_device()).stream());\n"
+        "    C10_CUDA_KERNEL_LAUNCH_CHECK();" in cuda
+    )
+    assert (
+        "masked_fill_" not in cuda
+        and "out.masked_fill_(rows.ge(last.to(out.device(), at::kLong)).unsqueeze(1), 0)" in vendor
     )
     assert ".item" not in vendor and "kCPU" not in vendor  # no host read of offs: CUDA-graph safe
+    header = (kinds_export / "include" / "kpk" / "grouped.h").read_text()
+    assert (
+        "void grouped_zero_tail(void* d, long long rows, long long row_bytes, const int* end_row, cudaStream_t stream);"
+        in header
+    )
+    table = (kinds_export / "csrc" / "grouped_table.cu").read_text()
+    assert (
+        "void grouped_zero_tail(void* d, long long rows, long long row_bytes, const int* end_row, cudaStream_t stream) {"
+        in table
+    )
+    kernel = _function(table, "__global__ void zero_tail_kernel(")
+    assert (
+        "long long end = *end_row;" in kernel and "end = end < 0 ? 0 : (end > rows ? rows : end);" in kernel
+    )
+    # from the tail's first word to the end, grid-stride
+    assert "i = end * row_words +" in kernel and "i += stride" in kernel
     # every fallback of run() goes through vendor(), never through vendor_grouped() alone
     body = _function(grouped, "at::Tensor run(GroupedOp op,")
     assert body.count("return vendor(op, a, b, offs);") == 2 and "vendor_grouped(" not in body
@@ -451,6 +501,93 @@ def test_vendor_paths_keep_the_operators_contract(kinds_export):
     # strides go into the TMA descriptors as they are: positive (no expand broadcast) and int-sized
     strides = _function(attention, "bool strides_ok(")
     assert "t.stride(i) <= 0 || t.stride(i) >= (1LL << 31)" in strides
+
+
+# Loads the CPU-only build of the grouped operators and calls them on CPU tensors, every CPU allocation
+# poisoned (c10's junk fill: NaN-like bytes where torch._grouped_mm leaves rows unwritten); prints JSON.
+_CPU_CALL = """
+import ctypes, importlib.util, json, os, sys
+import torch
+
+path, ns = sys.argv[1], sys.argv[2]
+sys.setdlopenflags(os.RTLD_LAZY)  # the CUDA entry points stay unbound: the CPU dispatch never calls them
+spec = importlib.util.spec_from_file_location(ns + "_cpu", path)
+spec.loader.exec_module(importlib.util.module_from_spec(spec))
+ops = getattr(torch.ops, ns)
+c10 = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libc10.so"))
+ctypes.c_bool.in_dll(c10, "FLAGS_caffe2_cpu_allocator_do_junk_fill").value = True
+torch.manual_seed(0)
+offs = torch.tensor([3, 3, 8], dtype=torch.int32)  # groups of 3, 0 and 5 rows; rows 8..11 after the last
+x = torch.randn(12, 16).to(torch.bfloat16)
+rec = {}
+for op, n in (("grouped_mm", 24), ("moe_gemm", 12)):  # 48-byte rows; 24-byte rows (a strided vendor result)
+    w = torch.randn(3, n, 16).to(torch.bfloat16)
+    b = w.transpose(-2, -1) if op == "grouped_mm" else w
+    raw = torch._grouped_mm(x, w.transpose(-2, -1), offs)
+    ref = torch.zeros(12, n)
+    for g, (s, e) in enumerate(zip([0, 3, 3], offs.tolist())):
+        ref[s:e] = x[s:e].float() @ w[g].float().T
+    y = getattr(ops, op)(x, b, offs)
+    tol = 2.0**-7 * float(ref.abs().max())
+    rec[op] = {"raw_tail_zero": bool((raw[8:] == 0).all()), "tail_zero": bool((y[8:] == 0).all()),
+               "head_ok": bool(torch.allclose(y[:8].float(), ref[:8], rtol=2.0**-7, atol=tol)),
+               "contiguous": y.is_contiguous(), "shape": list(y.shape),
+               "explain": getattr(ops, "explain_" + op)(x, b, offs)}
+print(json.dumps(rec))
+"""
+
+_PY_MODULE = """#include <Python.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+// The CUDA caching allocator's handle is data, which the dynamic linker binds at load time even when it
+// binds functions lazily; a CPU-only torch has none.  Defined here, never used: no CUDA tensor is made.
+decltype(c10::cuda::CUDACachingAllocator::allocator) c10::cuda::CUDACachingAllocator::allocator{};
+static PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "NAME_cpu", nullptr, -1, nullptr, nullptr, nullptr, nullptr, nullptr};
+PyMODINIT_FUNC PyInit_NAME_cpu(void) { return PyModule_Create(&kModule); }
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(GXX is None, reason="needs a host C++ compiler")
+def test_grouped_ops_zero_the_tail_on_cpu(tmp_path):
+    """The exported grouped_ops.cpp, built against this machine's CPU-only torch (its CUDA entry points
+    left to lazy binding: CPU tensors never reach them) and called through torch.ops on CPU tensors: the
+    vendor path's rows after offs[-1] are zero and the rows before match the fp32 reference, for both ops.
+    Every CPU allocation is junk-filled, and the raw torch._grouped_mm result is checked to keep junk in
+    those rows, so the test fails if the operator's masked_fill path stops zeroing them."""
+    import sys
+    import sysconfig
+
+    import torch
+    import torch.utils.cpp_extension as ce
+
+    cuda_inc = _cuda_include()
+    out = tmp_path / "proj"
+    r = run_cli("export", *map(str, _runs(tmp_path)), "--out", str(out), "--name", "kpcpu", "--no-bundle-cutlass",
+                "--min-vendor-ratio", "0")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    _c10_cuda_stub(tmp_path / "stub")
+    (tmp_path / "module.cpp").write_text(_PY_MODULE.replace("NAME", "kpcpu"))
+    lib = Path(torch.__file__).parent / "lib"
+    so = tmp_path / f"kpcpu_cpu{sysconfig.get_config_var('EXT_SUFFIX')}"
+    r = subprocess.run(
+        [GXX, "-std=c++17", "-O0", "-shared", "-fPIC", *[a for p in ce.include_paths() for a in ("-isystem", p)],
+         "-isystem", str(tmp_path / "stub"), "-isystem", str(cuda_inc), "-isystem", sysconfig.get_paths()["include"],
+         f"-I{out / 'include'}", f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+         str(out / "csrc" / "grouped_ops.cpp"), str(tmp_path / "module.cpp"), f"-L{lib}", "-lc10", "-ltorch_cpu",
+         "-ltorch", f"-Wl,-rpath,{lib}", "-o", str(so)],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-4000:]
+    r = subprocess.run(
+        [sys.executable, "-c", _CPU_CALL, str(so), "kpcpu"], capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0, r.stderr[-4000:]
+    rec = json.loads(r.stdout)
+    for op, n in (("grouped_mm", 24), ("moe_gemm", 12)):
+        assert rec[op]["raw_tail_zero"] is False  # the vendor leaves the tail unwritten: junk, not zeros
+        assert rec[op]["tail_zero"] and rec[op]["head_ok"], (op, rec[op])
+        assert rec[op]["contiguous"] and rec[op]["shape"] == [12, n]
+        assert rec[op]["explain"].startswith("vendor: the kernels take CUDA tensors only"), rec[op]["explain"]
 
 
 def _kinds_driver():
