@@ -19,20 +19,7 @@ T0=$(date +%s)
 OUT=${OUT:-/tmp/out}
 BUDGET_S=${BUDGET_S:-350}
 mkdir -p "$OUT"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    || { echo "wheel install failed"; exit 1; }
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
-python3 -m pip install -q --no-deps --no-build-isolation -e . > /tmp/kp_install.log 2>&1 \
-  || { tail -20 /tmp/kp_install.log; exit 1; }
-if [ -z "$CUTLASS_DIR" ]; then
-  tarball=$(ls .kp-cutlass/cutlass-*-include.tar.xz 2>/dev/null | head -1)
-  if [ -n "$tarball" ]; then
-    mkdir -p /tmp/cutlass && tar -xJf "$tarball" -C /tmp/cutlass && export CUTLASS_DIR=/tmp/cutlass
-  fi
-fi
-echo "setup took $(( $(date +%s) - T0 )) s; CUTLASS_DIR=$CUTLASS_DIR"
+source benchmarks/device_setup.sh
 q=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active
 nvidia-smi --query-gpu=$q --format=csv,noheader >/dev/null 2>&1 || q=${q/clocks_event_reasons/clocks_throttle_reasons}
 nvidia-smi --query-gpu=$q --format=csv -lms 250 > "$OUT/smi.csv" 2>&1 &

@@ -26,18 +26,8 @@ REPS=${REPS:-7}
 BUDGET_CONFIGS=${BUDGET_CONFIGS:-12}
 ROUNDS=${ROUNDS:-7}
 mkdir -p "$OUT"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    || { echo "wheel install failed"; exit 1; }
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
-python3 -m pip install -q --no-deps --no-build-isolation -e . > /tmp/kp_install.log 2>&1 \
-  || { tail -20 /tmp/kp_install.log; exit 1; }
-if [ -z "$CUTLASS_DIR" ]; then
-  tarball=$(ls .kp-cutlass/cutlass-*-include.tar.xz 2>/dev/null | head -1)
-  [ -n "$tarball" ] && mkdir -p /tmp/cutlass && tar -xJf "$tarball" -C /tmp/cutlass && export CUTLASS_DIR=/tmp/cutlass
-fi
-echo "setup: $(( $(date +%s) - T0 )) s; CUTLASS_DIR=$CUTLASS_DIR" | tee "$OUT/sameday_driver.log"
+source benchmarks/device_setup.sh
+echo "setup: $(( $(date +%s) - T0 )) s; CUTLASS_DIR=$CUTLASS_DIR" > "$OUT/sameday_driver.log"
 W=/tmp/kp_sameday
 rm -rf "$W" && mkdir -p "$W"
 cmd=(python3 -m kernelpilot tune examples/tune_llama3_gemm_sm90.yaml --jobs 16 --budget-configs "$BUDGET_CONFIGS"

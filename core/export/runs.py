@@ -90,18 +90,44 @@ def _num(value: Any) -> float | None:
     return value if math.isfinite(value) and value > 0 else None
 
 
-def _confirmed(wl: dict[str, Any], best: dict[str, Any]) -> tuple[float | None, float | None, float | None]:
+#: The vendor call a kind's exported operator makes where the run's baseline may have timed a path the
+#: operator cannot take: the grouped baseline is the faster of ``torch._grouped_mm`` and a ``torch.mm``
+#: loop, but a loop reads the group offsets on the host (a sync, no CUDA-graph capture), so the exported
+#: grouped_mm / moe_gemm call ``torch._grouped_mm``, and routing must weigh that call's time.
+OPERATOR_VENDOR_PATH = {"grouped_gemm": "torch._grouped_mm", "moe_gemm": "torch._grouped_mm"}
+
+
+def _operator_vendor(kind: str, vendor_doc: dict[str, Any]) -> tuple[str | None, float | None]:
+    """(name, ms) of the vendor call the exported operator makes, as the run's confirmation timed it.
+
+    The run's best vendor path when the operator makes that call; else the candidate of that name
+    (the vendor worker times every candidate each round); None where the run has no time for it."""
+    backend = vendor_doc.get("backend") or vendor_doc.get("label")
+    path = OPERATOR_VENDOR_PATH.get(kind)
+    if path is None or backend == path:
+        return backend, _num(vendor_doc.get("confirmed_ms"))
+    candidate = (vendor_doc.get("candidates") or {}).get(path)
+    return path, _num(candidate.get("time_ms")) if isinstance(candidate, dict) else None
+
+
+def _confirmed(
+    kind: str, wl: dict[str, Any], best: dict[str, Any]
+) -> tuple[float | None, float | None, float | None]:
     """(confirmed ms, vendor ms, vendor ratio) of a workload, Nones where the run has none.
 
     A run that confirmed its winner marks ``best.confirmed`` and puts the median of the confirmation
     rounds in ``best.confirmed_ms`` (``best.time_ms`` is then the same number; ``best.search_ms`` what
     the search saw); the vendor baseline of the same rounds is ``vendor.confirmed_ms`` and
-    ``vs_vendor`` = vendor / winner.  Numbers a run does not have are never invented."""
+    ``vs_vendor`` = vendor / winner.  For the kinds of :data:`OPERATOR_VENDOR_PATH` the vendor numbers
+    are those of the call the exported operator makes.  Numbers a run does not have are never invented."""
     conf = _num(best.get("confirmed_ms")) if best.get("confirmed", True) else None
     vendor_doc = wl.get("vendor")
     if not isinstance(vendor_doc, dict):
         vendor_doc = {}
-    vendor = _num(vendor_doc.get("confirmed_ms"))
+    backend, vendor = _operator_vendor(kind, vendor_doc)
+    if backend != (vendor_doc.get("backend") or vendor_doc.get("label")):
+        ratio = vendor / float(conf or best["time_ms"]) if vendor is not None else None
+        return conf, vendor, ratio
     ratio = _num(wl.get("vs_vendor"))
     if ratio is None and vendor is not None:
         ratio = vendor / float(conf or best["time_ms"])
@@ -167,7 +193,10 @@ def load_run(path: Path) -> ExportSource:
                 field=f"workloads[{i}].target",
             )
         dims = dims_of(wl, path, i)
-        conf, vendor, ratio = _confirmed(wl, best)
+        conf, vendor, ratio = _confirmed(str(wl["kernel"]), wl, best)
+        vendor_doc = wl.get("vendor") if isinstance(wl.get("vendor"), dict) else {}
+        best_vendor = vendor_doc.get("backend") or vendor_doc.get("label")
+        operator_vendor = _operator_vendor(str(wl["kernel"]), vendor_doc)[0]
         entries.append(
             TunedEntry(
                 kind=str(wl["kernel"]),
@@ -188,9 +217,13 @@ def load_run(path: Path) -> ExportSource:
                     "workload": wl.get("name"),
                     "device": wl.get("device") or doc.get("device"),
                     "search_time_ms": best.get("search_ms") or best["time_ms"],
-                    "vendor": (vendor_doc.get("backend") or vendor_doc.get("label"))
-                    if isinstance(vendor_doc := wl.get("vendor"), dict)
-                    else None,
+                    "vendor": operator_vendor,
+                    # the run's faster vendor path, which the operator cannot call
+                    **(
+                        {"best_vendor": best_vendor, "best_vendor_ms": _num(vendor_doc.get("confirmed_ms"))}
+                        if best_vendor != operator_vendor
+                        else {}
+                    ),
                 },
             )  # fmt: skip
         )

@@ -193,6 +193,19 @@ def fa_flops(problem: dict[str, Any]) -> float:
     return f * (0.5 if problem["causal"] else 1.0)
 
 
+def fa_min_bytes(problem: dict[str, Any]) -> float:
+    """Q read, K and V read once per K/V head, O written; 2 bytes each (the programs are 16-bit).
+
+    Decode is memory-bound, so its yardstick is this traffic over the time against the device's copy
+    bandwidth; GQA counts K/V once per K/V head, as a kernel that shares them across the query heads
+    (cuDNN's SDPA and the packed decode programs) reads them.
+    """
+    b, d = problem["batch"], problem["head_dim"]
+    q_and_o = 2 * b * problem["num_heads_q"] * problem["seq_qo"] * d
+    k_and_v = 2 * b * problem["num_heads_kv"] * problem["seq_kv"] * d
+    return 2.0 * (q_and_o + k_and_v)
+
+
 def kernel_context(cfg: dict[str, Any], dtype: str, causal: bool) -> dict[str, Any]:
     """The names ``cuda/fmha_sm90_kernel.j2`` renders one config from (benchmark and export)."""
     options = []
@@ -312,3 +325,6 @@ class FmhaKernel(TileKernelBase):
 
     def flops(self, problem: dict[str, Any]) -> float:
         return fa_flops(problem)
+
+    def min_bytes(self, problem: dict[str, Any]) -> float:
+        return fa_min_bytes(problem)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelpilot.dsl_plugins.cuda.fmha import FmhaKernel, fa_flops, program_dims
+from kernelpilot.dsl_plugins.cuda.fmha import FmhaKernel, fa_flops, fa_min_bytes, program_dims
 from kernelpilot.dsl_plugins.cuda.grouped_gemm import GroupedGemmKernel, generate_groups, groups_arg
 from kernelpilot.dsl_plugins.cuda.moe_gemm import MoeGemmKernel, route_tokens
 from kernelpilot.errors import InputError
@@ -178,6 +178,19 @@ def test_decode_packs_query_heads_into_rows():
     assert 4.0 * d["b"] * d["h"] * d["q"] * d["k"] * 64 == DEC.flops(p)
     mha = DEC.validate_problem({"batch": 1, "num_heads_q": 4, "seq_kv": 77, "head_dim": 32}, "f16", "w")
     assert program_dims(mha) == {"b": 1, "h": 4, "q": 1, "k": 77}
+
+
+def test_attention_min_bytes_counts_kv_once_per_kv_head():
+    gqa = DEC.validate_problem(
+        {"batch": 64, "num_heads_q": 64, "num_heads_kv": 8, "seq_kv": 4096, "head_dim": 64}, "bf16", "w"
+    )
+    kv = 2 * 64 * 8 * 4096 * 64 * 2  # K and V, bf16, one copy per K/V head
+    q_and_o = 2 * 64 * 64 * 1 * 64 * 2
+    assert DEC.min_bytes(gqa) == fa_min_bytes(gqa) == kv + q_and_o
+    mha = dict(gqa, num_heads_kv=64)
+    assert fa_min_bytes(mha) == 8 * kv + q_and_o
+    pre = PRE.validate_problem({"batch": 1, "num_heads_q": 2, "seq_qo": 10, "head_dim": 128}, "bf16", "w")
+    assert PRE.min_bytes(pre) == 2 * (2 * 2 * 10 * 128 + 2 * 2 * 10 * 128)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,48 @@
+#!/bin/bash
+# One H200 call: tune the grouped and MoE workloads -> export -> check the exported operators, on the
+# same GPU minutes apart.
+#
+# Why: the exported operators are held to the confirmed times of the run they came from, and runs
+# recorded in other calls are 5-17 % away from the same binary timed now (another machine of the pool,
+# clocks under the power cap), so the run has to be made in the same call (as
+# benchmarks/export_sameday_h200.sh does for the GEMMs).  Steps:
+#   1. benchmarks/confirm_h200.py --phases plan,build,$KINDS: `kernelpilot tune` of those kinds'
+#      workloads of cuda_kinds_common.py (model proposer, confirmation, vendor baseline; $BUDGET configs
+#      per workload), from the build cache $CACHE (prebuilt on a CPU: benchmarks/README.md);
+#   2. `kernelpilot export` of the run documents (one per kind) at the defaults;
+#   3. benchmarks/export_kinds_h200.sh: pip install of the export, then benchmarks/export_kinds_h200.py
+#      (correctness under the three fallbacks, bad inputs, speed next to the run's confirmed times and the
+#      vendor, torch.compile).
+# Run from the repository root on the device; carried, git-ignored: .whl/ and .kp-cutlass/ (as for
+# confirm_h200.sh).  Results go to $OUT: tune/ (summary.json, run_kinds.json, log.txt, driver.log) and
+# the check's files (export_kinds_h200.json/.log, dispatch.json, install.log, nvidia-smi.txt).
+#   BUDGET_S=560 CACHE=/tmp/kp_cache bash benchmarks/export_kinds_sameday_h200.sh
+set -o pipefail
+T0=$(date +%s)
+OUT=${OUT:-/tmp/out}
+BUDGET_S=${BUDGET_S:-560}
+KINDS=${KINDS:-moe_gemm,grouped_gemm}
+BUDGET=${BUDGET:-moe_gemm=6,grouped_gemm=6}
+TUNE_S=${TUNE_S:-260}
+CACHE=${CACHE:-/tmp/kp_cache}
+mkdir -p "$OUT/tune"
+source benchmarks/device_setup.sh
+W=/tmp/kp_kinds_sameday
+rm -rf "$W" && mkdir -p "$W"
+PYTHONUNBUFFERED=1 python3 benchmarks/confirm_h200.py --out "$OUT/tune" --work "$W/work" --jobs 16 \
+  --deadline-s "$TUNE_S" --phases "plan,build,$KINDS" --budget "$BUDGET" --cache "$CACHE" > "$OUT/tune/driver.log" 2>&1
+RC=$?
+tail -5 "$OUT/tune/driver.log"
+[ $RC -eq 0 ] && [ -f "$OUT/tune/run_kinds.json" ] || { echo "tune failed (rc=$RC)"; exit 1; }
+echo "tune: $(( $(date +%s) - T0 )) s"
+python3 -c "
+import json, sys
+for kind, run in json.load(open('$OUT/tune/run_kinds.json')).items():
+    json.dump(run, open(f'$W/run_{kind}.json', 'w'))
+"
+python3 -m kernelpilot export "$W"/run_*.json --out "$W/kp_kinds" --name kp_kinds > "$OUT/tune/export.log" 2>&1 \
+  || { tail -20 "$OUT/tune/export.log"; exit 1; }
+echo "export: $(( $(date +%s) - T0 )) s"
+EXPORT="$W/kp_kinds" NAME=kp_kinds OUT="$OUT" BUDGET_S=$(( BUDGET_S - ($(date +%s) - T0) )) \
+  bash benchmarks/export_kinds_h200.sh
+echo "total $(( $(date +%s) - T0 )) s"

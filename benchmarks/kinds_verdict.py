@@ -1,0 +1,111 @@
+"""The attention / decode / grouped / MoE yardstick of one device call, from its records.
+
+Why: the question a kinds call answers is "is every workload at least as fast as the best PyTorch path,
+as the run's own confirmation measured it, and does decode move the KV cache at >= 90 % of the
+device-to-device copy bandwidth measured in the same call?".  This reads the call's ``summary.json``
+(benchmarks/confirm_h200.py: confirmed winner, confirmed ms and the vendor's ms per workload),
+``run_kinds.json`` (the problems) and ``hbm_copy.json`` (benchmarks/hbm_copy_h200.py) and writes one
+JSON document plus a Markdown table; nothing is re-measured.  Decode traffic is
+:func:`kernelpilot.dsl_plugins.cuda.fmha.fa_min_bytes` (Q, K/V once per K/V head, O; 16-bit)::
+
+    python benchmarks/kinds_verdict.py --summary benchmarks/results/kinds_h200_summary.json \\
+        --runs benchmarks/results/kinds_h200_run_kinds.json --copy benchmarks/results/kinds_h200_hbm_copy.json \\
+        --out benchmarks/results/kinds_h200_verdict.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from kernelpilot.dsl_plugins.cuda.fmha import fa_min_bytes
+
+KINDS = ("fa_prefill", "fa_decode", "moe_gemm", "grouped_gemm")
+DECODE_SHARE = 0.90  # decode must reach this share of the copy bandwidth
+
+
+def problems_by_workload(runs: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """workload name -> its validated dims, from the run documents of the call."""
+    return {w["name"]: w["dims"] for run in runs.values() for w in run["workloads"]}
+
+
+def verdict_rows(summary: dict[str, Any], runs: dict[str, Any], copy_tbps: float) -> list[dict[str, Any]]:
+    """One row per workload: confirmed winner against the vendor, and decode's share of the copy."""
+    dims = problems_by_workload(runs)
+    rows = []
+    for kind in KINDS:
+        for r in summary["phases"].get(kind, {}).get("table", []):
+            row = {
+                "kind": kind,
+                "workload": r["workload"],
+                "winner": r["confirmed_best"],
+                "confirmed_ms": r["confirmed_ms"],
+                "vendor": r["vendor"],
+                "vendor_ms": r["vendor_ms"],
+                "vs_vendor": r["vs_vendor"],
+                "at_least_vendor": r["vs_vendor"] is not None and r["vs_vendor"] >= 1.0,
+            }
+            if kind == "fa_decode":
+                tbps = fa_min_bytes(dims[r["workload"]]) / (r["confirmed_ms"] * 1e-3) / 1e12
+                row.update(
+                    tbps=tbps, share_of_copy=tbps / copy_tbps, copy_ok=tbps / copy_tbps >= DECODE_SHARE
+                )
+            rows.append(row)
+    return rows
+
+
+def markdown(rows: list[dict[str, Any]], copy_tbps: float) -> str:
+    lines = [
+        "| kind | workload | confirmed winner | ms | vendor | vendor ms | vs vendor | decode TB/s (share of copy) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        bw = f"{r['tbps']:.2f} ({100 * r['share_of_copy']:.0f} %)" if "tbps" in r else "—"
+        lines.append(
+            f"| {r['kind']} | `{r['workload']}` | `{r['winner']}` | {r['confirmed_ms']:.4f} | {r['vendor']} | "
+            f"{r['vendor_ms']:.4f} | **{r['vs_vendor']:.3f}** | {bw} |"
+        )
+    lines.append(f"\ncopy bandwidth in the same call: {copy_tbps:.2f} TB/s")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--summary", required=True, type=Path)
+    ap.add_argument("--runs", required=True, type=Path)
+    ap.add_argument("--copy", required=True, type=Path)
+    ap.add_argument("--out", required=True, type=Path)
+    args = ap.parse_args()
+    summary = json.loads(args.summary.read_text())
+    copy = json.loads(args.copy.read_text())
+    rows = verdict_rows(summary, json.loads(args.runs.read_text()), copy["tbps"])
+    ratios = [r["vs_vendor"] for r in rows]
+    doc = {
+        "what": "per workload: confirmed winner vs the best PyTorch path (the run's vendor comparison); "
+        "decode's K/V traffic over time against the device-to-device copy of the same call",
+        "command": "python benchmarks/kinds_verdict.py "
+        + " ".join(
+            f"--{k} {v}" for k, v in (("summary", args.summary), ("runs", args.runs), ("copy", args.copy))
+        ),
+        "source_date": summary.get("date"),
+        "versions": summary.get("versions"),
+        "copy_tbps": copy["tbps"],
+        "at_least_vendor": sum(r["at_least_vendor"] for r in rows),
+        "workloads": len(rows),
+        "geomean_vs_vendor": math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else None,
+        "decode_copy_ok": all(r.get("copy_ok", True) for r in rows),
+        "rows": rows,
+    }
+    args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    print(markdown(rows, copy["tbps"]))
+    print(
+        f"\n{doc['at_least_vendor']}/{doc['workloads']} at >= 1.00x; geomean {doc['geomean_vs_vendor']:.3f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
