@@ -6,7 +6,8 @@
 #               json.load(open('benchmarks/results/confirm_h200_run_kinds.json')).items()]"
 #   kernelpilot export /tmp/kinds_*.json --out .kp-export/kp_kinds --name kp_kinds
 # Steps: pip install of the folder (timed; CMake + Ninja directly if pip cannot build, recorded as such),
-# then benchmarks/export_kinds_h200.py.  5 kernels (1 grouped, 4 FMHA); about 6-9 minutes on 16 cores.
+# then benchmarks/export_kinds_h200.py (with RUNS=run_kinds.json and PROGRAM_CACHE=the run's build cache,
+# each kernel-served row's tuning program is timed in the same rounds as the exported op).  5 kernels (1 grouped, 4 FMHA); about 6-9 minutes on 16 cores.
 set -o pipefail
 T0=$(date +%s)
 OUT=${OUT:-/tmp/out}
@@ -37,5 +38,6 @@ cd /tmp && python3 -c "import $NAME, torch; print(torch.ops.$NAME.get_fallback()
 cd - > /dev/null
 PYTHONUNBUFFERED=1 python3 -X faulthandler benchmarks/export_kinds_h200.py --name "$NAME" --dispatch "$EXPORT/dispatch.json" \
   --out "$OUT/export_kinds_h200.json" --install-s $((T1 - T0)) --install-how "$HOW" \
-  --deadline-s $(( ${BUDGET_S:-540} - (T1 - T0) )) 2>&1 | tee "$OUT/export_kinds_h200.log"
+  --deadline-s $(( ${BUDGET_S:-540} - (T1 - T0) )) ${RUNS:+--runs "$RUNS"} ${PROGRAM_CACHE:+--cache "$PROGRAM_CACHE"} \
+  2>&1 | tee "$OUT/export_kinds_h200.log"
 echo "total $(( $(date +%s) - T0 )) s"

@@ -11,11 +11,12 @@
 #      per workload), from the build cache $CACHE (prebuilt on a CPU: benchmarks/README.md);
 #   2. `kernelpilot export` of the run documents (one per kind) at the defaults;
 #   3. benchmarks/export_kinds_h200.sh: pip install of the export, then benchmarks/export_kinds_h200.py
-#      (correctness under the three fallbacks, bad inputs, speed next to the run's confirmed times and the
-#      vendor, torch.compile).
+#      (correctness under the three fallbacks, bad inputs, torch.compile, and speed: the exported op, the
+#      vendor and the row's tuning program from the run's build cache in interleaved rounds, next to the
+#      run's confirmed time).
 # Run from the repository root on the device; carried, git-ignored: .whl/ and .kp-cutlass/ (as for
-# confirm_h200.sh).  Results go to $OUT: tune/ (summary.json, run_kinds.json, log.txt, driver.log) and
-# the check's files (export_kinds_h200.json/.log, dispatch.json, install.log, nvidia-smi.txt).
+# confirm_h200.sh).  Results go to $OUT: tune.tgz (summary.json, run_kinds.json, log.txt, driver.log,
+# export.log) and the check's files (export_kinds_h200.json/.log, dispatch.json, install.log, nvidia-smi.txt).
 #   BUDGET_S=560 CACHE=/tmp/kp_cache bash benchmarks/export_kinds_sameday_h200.sh
 set -o pipefail
 T0=$(date +%s)
@@ -44,5 +45,6 @@ python3 -m kernelpilot export "$W"/run_*.json --out "$W/kp_kinds" --name kp_kind
   || { tail -20 "$OUT/tune/export.log"; exit 1; }
 echo "export: $(( $(date +%s) - T0 )) s"
 EXPORT="$W/kp_kinds" NAME=kp_kinds OUT="$OUT" BUDGET_S=$(( BUDGET_S - ($(date +%s) - T0) )) \
-  bash benchmarks/export_kinds_h200.sh
+  RUNS="$OUT/tune/run_kinds.json" PROGRAM_CACHE="$CACHE" bash benchmarks/export_kinds_h200.sh
+tar -czf "$OUT/tune.tgz" -C "$OUT" tune && rm -rf "$OUT/tune"  # the device returns at most 8 files
 echo "total $(( $(date +%s) - T0 )) s"

@@ -793,3 +793,40 @@ def test_store_export_of_the_kinds(tmp_path):
     assert "causal grouped-query" in att["route_reason"] and doc["attention"]["kernels"] == []
     assert att["tuned_config"]["tile"] == best["llama3_8b_prefill_4k"]["config"]["tile"]
     assert "search-time" in " ".join(json.loads(r.stdout)["notes"])
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc: the build-cache key holds its version")
+def test_h200_kinds_check_times_the_runs_own_tuning_programs(tmp_path):
+    """The device check times each kernel-served row's tuning program beside the exported op: it finds the
+    winner's binary in the run's build cache under the key the tuner builds it with and runs it with the
+    winner's run-time knobs and the confirmation's timing arguments; a winner not in the cache is left out."""
+    import os
+
+    from kernelpilot.tile_tuner.builder import BuildCache, BuildItem
+    from kernelpilot.tile_tuner.kernels import get_tile_kernel
+
+    drv = _kinds_driver()
+    run = json.loads(RUN.read_text())["grouped_gemm"]
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps({"grouped_gemm": run}))
+    cache = tmp_path / "cache"
+    assert drv.tuning_programs(str(runs), str(cache)) == {}  # nothing built: nothing to time
+    w = next(w for w in run["workloads"] if w["best"]["runtime"].get("raster"))
+    kernel = get_tile_kernel("grouped_gemm", "sm90")
+    recipe = kernel.build_recipe("sm90", {"cutlass_dir": os.environ.get("CUTLASS_DIR")})
+    program = kernel.render(w["best"]["config"], {**w["dims"], "dtype": w["dtype"]}, "sm90")
+    key = BuildItem.create(program, recipe, kernel.template_version).cache_key
+    fake = tmp_path / "program"
+    fake.write_text("#!/bin/sh\n")
+    stored = BuildCache(cache).store(key, fake, None, None, 60.0)
+    got = drv.tuning_programs(str(runs), str(cache))
+    same = {v["name"] for v in run["workloads"] if v["best"]["config"] == w["best"]["config"]}
+    assert set(got) == same and w["name"] in got  # one binary serves every shape of its config
+    argv = got[w["name"]]["argv"]
+    rt = w["best"]["runtime"]
+    assert argv[0] == str(stored)
+    assert f"--raster={rt['raster']}" in argv and f"--swizzle={rt['swizzle']}" in argv
+    assert f"--iters={rt['iters']}" in argv and f"--reps={rt['reps']}" in argv
+    assert got[w["name"]]["iters"] == rt["iters"]
+    groups = next(a for a in argv if a.startswith("--groups="))
+    assert groups.count("x") == 2 * len(w["dims"]["groups"])  # the run's own problem, group by group
