@@ -649,6 +649,40 @@ def run_timing(
         torch.cuda.empty_cache()
 
 
+def kernel_breakdown(fn, args, calls: int = 10) -> dict[str, float]:
+    """Device microseconds per call of each kernel ``fn`` launches (torch.profiler, CUPTI): what an exported
+    call runs besides the tuned kernel (the group-argument kernel, a tail mask) and what each costs."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn(*args)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn(*args)
+        torch.cuda.synchronize()
+    out: dict[str, float] = {}
+    for e in prof.key_averages():
+        us = getattr(e, "self_device_time_total", None)
+        us = us if us is not None else getattr(e, "self_cuda_time_total", 0.0)
+        if us:
+            out[e.key[:120]] = round(us / calls, 2)
+    return out
+
+
+def run_profile(mod, ops, dispatch, res: dict[str, Any]) -> None:
+    """Per-kernel device time of the exported op and of the vendor on each kernel-served tuned row."""
+    mod.set_fallback("vendor")
+    for c in [c for c in grouped_cases(dispatch) if c.get("tuned") and c.get("served") == "tuned"]:
+        a, b, offs = grouped_inputs(c, seed=7)
+        res["profile"].append({
+            "case": c["label"],
+            "exported_us": kernel_breakdown(getattr(ops, c["op"]), (a, b, offs)),
+            "vendor_us": kernel_breakdown(functools.partial(grouped_vendor_raw, c["op"]), (a, b, offs)),
+        })  # fmt: skip
+        del a, b, offs
+
+
 def run_compile(mod, ops, dispatch, res: dict[str, Any]) -> None:
     """A MoE expert layer (moe_gemm, silu, moe_gemm) and an attention call under torch.compile(fullgraph=True)."""
     import torch
@@ -762,6 +796,7 @@ def main(argv: list[str] | None = None) -> int:
         "attention": [],
         "attention_bad_inputs": [],
         "timing": [],
+        "profile": [],
     }
     out = Path(args.out)
 
@@ -782,6 +817,7 @@ def main(argv: list[str] | None = None) -> int:
         if "attention" in exported
         else None,
         ("compile", lambda: run_compile(mod, ops, dispatch, res)),
+        ("profile", lambda: run_profile(mod, ops, dispatch, res)) if exported & GROUPED_OPS else None,
         ("timing", lambda: run_timing(mod, ops, dispatch, res, t_start + args.deadline_s, programs)),
     ]
     stages = [s for s in stages if s is not None]
