@@ -32,7 +32,9 @@ def problems_by_workload(runs: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {w["name"]: w["dims"] for run in runs.values() for w in run["workloads"]}
 
 
-def verdict_rows(summary: dict[str, Any], runs: dict[str, Any], copy_tbps: float) -> list[dict[str, Any]]:
+def verdict_rows(
+    summary: dict[str, Any], runs: dict[str, Any], copy_tbps: float | None
+) -> list[dict[str, Any]]:
     """One row per workload: confirmed winner against the vendor, and decode's share of the copy."""
     dims = problems_by_workload(runs)
     rows = []
@@ -48,7 +50,7 @@ def verdict_rows(summary: dict[str, Any], runs: dict[str, Any], copy_tbps: float
                 "vs_vendor": r["vs_vendor"],
                 "at_least_vendor": r["vs_vendor"] is not None and r["vs_vendor"] >= 1.0,
             }
-            if kind == "fa_decode":
+            if kind == "fa_decode" and copy_tbps:
                 tbps = fa_min_bytes(dims[r["workload"]]) / (r["confirmed_ms"] * 1e-3) / 1e12
                 row.update(
                     tbps=tbps, share_of_copy=tbps / copy_tbps, copy_ok=tbps / copy_tbps >= DECODE_SHARE
@@ -57,7 +59,7 @@ def verdict_rows(summary: dict[str, Any], runs: dict[str, Any], copy_tbps: float
     return rows
 
 
-def markdown(rows: list[dict[str, Any]], copy_tbps: float) -> str:
+def markdown(rows: list[dict[str, Any]], copy_tbps: float | None) -> str:
     lines = [
         "| kind | workload | confirmed winner | ms | vendor | vendor ms | vs vendor | decode TB/s (share of copy) |",
         "|---|---|---|---|---|---|---|---|",
@@ -68,7 +70,8 @@ def markdown(rows: list[dict[str, Any]], copy_tbps: float) -> str:
             f"| {r['kind']} | `{r['workload']}` | `{r['winner']}` | {r['confirmed_ms']:.4f} | {r['vendor']} | "
             f"{r['vendor_ms']:.4f} | **{r['vs_vendor']:.3f}** | {bw} |"
         )
-    lines.append(f"\ncopy bandwidth in the same call: {copy_tbps:.2f} TB/s")
+    if copy_tbps:
+        lines.append(f"\ncopy bandwidth in the same call: {copy_tbps:.2f} TB/s")
     return "\n".join(lines)
 
 
@@ -76,12 +79,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--summary", required=True, type=Path)
     ap.add_argument("--runs", required=True, type=Path)
-    ap.add_argument("--copy", required=True, type=Path)
+    ap.add_argument("--copy", type=Path, help="hbm_copy.json of the same call (needed for decode's share)")
     ap.add_argument("--out", required=True, type=Path)
     args = ap.parse_args()
     summary = json.loads(args.summary.read_text())
-    copy = json.loads(args.copy.read_text())
-    rows = verdict_rows(summary, json.loads(args.runs.read_text()), copy["tbps"])
+    copy_tbps = json.loads(args.copy.read_text())["tbps"] if args.copy else None
+    rows = verdict_rows(summary, json.loads(args.runs.read_text()), copy_tbps)
     ratios = [r["vs_vendor"] for r in rows]
     doc = {
         "what": "per workload: confirmed winner vs the best PyTorch path (the run's vendor comparison); "
@@ -92,15 +95,15 @@ def main() -> int:
         ),
         "source_date": summary.get("date"),
         "versions": summary.get("versions"),
-        "copy_tbps": copy["tbps"],
+        "copy_tbps": copy_tbps,
         "at_least_vendor": sum(r["at_least_vendor"] for r in rows),
         "workloads": len(rows),
         "geomean_vs_vendor": math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else None,
-        "decode_copy_ok": all(r.get("copy_ok", True) for r in rows),
+        "decode_copy_ok": all(r["copy_ok"] for r in rows if "copy_ok" in r) if copy_tbps else None,
         "rows": rows,
     }
     args.out.write_text(json.dumps(doc, indent=1) + "\n")
-    print(markdown(rows, copy["tbps"]))
+    print(markdown(rows, copy_tbps))
     print(
         f"\n{doc['at_least_vendor']}/{doc['workloads']} at >= 1.00x; geomean {doc['geomean_vs_vendor']:.3f}"
     )
