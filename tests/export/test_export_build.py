@@ -83,18 +83,8 @@ def test_kernel_sources_pass_the_nvcc_front_end(project):
         assert r.returncode == 0, (src.name, r.stderr[-3000:])
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
-def test_operator_source_compiles_against_torch_headers(project, tmp_path):
-    """ops.cpp (the torch operators) through the host compiler's front end with the installed torch's
-    headers.  A CPU-only torch lacks one generated CUDA header (cuda_cmake_macros.h); it is written with
-    the one define a CUDA build of torch puts there."""
-    import torch
-    import torch.utils.cpp_extension as ce
-
-    stub = tmp_path / "stub" / "c10" / "cuda" / "impl"
-    stub.mkdir(parents=True)
-    (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
+def _cuda_include() -> Path:
+    """The CUDA toolkit's include folder (the operator sources include cuda_runtime_api.h); skips without it."""
     homes = [
         os.environ.get("CUDA_HOME", ""),
         str(Path(NVCC).resolve().parent.parent) if NVCC else "",
@@ -105,7 +95,27 @@ def test_operator_source_compiles_against_torch_headers(project, tmp_path):
     ]
     if not found:
         pytest.skip("needs the CUDA toolkit's headers (CUDA_HOME or /usr/local/cuda)")
-    cuda_inc = found[0]
+    return found[0]
+
+
+def _c10_cuda_stub(root: Path) -> None:
+    """The one generated c10 CUDA header a CPU-only torch lacks (CMake writes it in a CUDA build)."""
+    stub = root / "c10" / "cuda" / "impl"
+    stub.mkdir(parents=True)
+    (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_operator_source_compiles_against_torch_headers(project, tmp_path):
+    """ops.cpp (the torch operators) through the host compiler's front end with the installed torch's
+    headers.  A CPU-only torch lacks one generated CUDA header (cuda_cmake_macros.h); it is written with
+    the one define a CUDA build of torch puts there."""
+    import torch
+    import torch.utils.cpp_extension as ce
+
+    _c10_cuda_stub(tmp_path / "stub")
+    cuda_inc = _cuda_include()
     inc = [a for p in ce.include_paths() for a in ("-isystem", p)]
     r = subprocess.run(
         ["g++", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", *inc, "-isystem", str(tmp_path / "stub"),
@@ -197,10 +207,7 @@ def test_pip_install_builds_the_wheel_offline(tmp_path):
     env = dict(os.environ, MAX_JOBS="2", LDFLAGS="-static-libstdc++")
     if torch.version.cuda is None:
         stub = tmp_path / "stub"
-        (stub / "c10" / "cuda" / "impl").mkdir(parents=True)
-        (stub / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h").write_text(
-            "#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n"
-        )
+        _c10_cuda_stub(stub)
         (tmp_path / "e.c").write_text("")
         for lib in ("torch_cuda", "c10_cuda"):
             subprocess.run(

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, run_cli
+from tests.export.test_export_build import _c10_cuda_stub, _cuda_include
 
 RUN = REPO / "benchmarks" / "results" / "confirm_h200_run_kinds.json"
 CUTLASS = REPO / ".deps" / "cutlass"
@@ -321,30 +322,6 @@ def test_bad_kind_inputs_exit_2_and_write_nothing(tmp_path):
         assert message in r.stderr, (file, r.stderr)
         assert not (tmp_path / "out").exists()
         assert not [p for p in tmp_path.iterdir() if ".export-" in p.name]
-
-
-def _cuda_include() -> Path:
-    """The CUDA toolkit's include folder (the operator sources include cuda_runtime_api.h); skips without it."""
-    import os
-
-    homes = [
-        os.environ.get("CUDA_HOME", ""),
-        str(Path(NVCC).resolve().parent.parent) if NVCC else "",
-        "/usr/local/cuda",
-    ]
-    found = [
-        Path(h) / "include" for h in homes if h and (Path(h) / "include" / "cuda_runtime_api.h").is_file()
-    ]
-    if not found:
-        pytest.skip("needs the CUDA toolkit's headers (CUDA_HOME or /usr/local/cuda)")
-    return found[0]
-
-
-def _c10_cuda_stub(root: Path) -> None:
-    """The one generated c10 CUDA header a CPU-only torch lacks (CMake writes it in a CUDA build)."""
-    stub = root / "c10" / "cuda" / "impl"
-    stub.mkdir(parents=True)
-    (stub / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
 
 
 needs_tools = pytest.mark.skipif(
