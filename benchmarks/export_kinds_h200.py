@@ -50,7 +50,7 @@ from typing import Any
 POLICIES = ("vendor", "nearest", "error")
 L2_BYTES, ROTATE = 60.0e6, 2.5  # as the tuning programs: input sets rotated past 2.5x L2
 TARGET_MS = 5.0
-ROUNDS = 3  # interleaved timing rounds per tuned problem
+ROUNDS = 5  # interleaved timing rounds per tuned problem (--rounds)
 GROUPED_OPS = {"grouped_mm", "moe_gemm"}
 
 
@@ -535,7 +535,9 @@ def program_time(argv: list[str]) -> dict[str, Any]:
     return {"median": t["median"], "min": t.get("min"), "max": t.get("max"), "status": "ok"}
 
 
-def timing_entry(label, exported_fn, vendor_fn, sets, run_ms, kernel, program=None) -> dict[str, Any]:
+def timing_entry(
+    label, exported_fn, vendor_fn, sets, run_ms, kernel, program=None, n_rounds: int = ROUNDS
+) -> dict[str, Any]:
     """Interleaved rounds with a rotating start: the exported op and the vendor (CUDA graphs), and, for a
     kernel-served row whose tuning program is at hand, that program run as the confirmation ran it
     (the same binary, config, run-time knobs and problem).  The program in the same rounds separates
@@ -546,7 +548,7 @@ def timing_entry(label, exported_fn, vendor_fn, sets, run_ms, kernel, program=No
         contenders["program"] = lambda: program_time(program["argv"])
     names = list(contenders)
     rounds = []
-    for r in range(ROUNDS):
+    for r in range(n_rounds):
         order = names[r % len(names) :] + names[: r % len(names)]
         rounds.append({name: contenders[name]() for name in order})
 
@@ -602,7 +604,13 @@ def tuning_programs(runs_path: str, cache_dir: str) -> dict[str, dict[str, Any]]
 
 
 def run_timing(
-    mod, ops, dispatch, res: dict[str, Any], deadline: float, programs: dict | None = None
+    mod,
+    ops,
+    dispatch,
+    res: dict[str, Any],
+    deadline: float,
+    programs: dict | None = None,
+    rounds: int = ROUNDS,
 ) -> None:
     import torch
 
@@ -623,7 +631,9 @@ def run_timing(
         op = c["op"]
         vendor = functools.partial(grouped_vendor_raw, op)  # torch's op as it is: no tail mask in its time
         res["timing"].append(
-            timing_entry(c["label"], getattr(ops, op), vendor, sets, c["run_ms"], c["kernel"], program_of(c))
+            timing_entry(
+                c["label"], getattr(ops, op), vendor, sets, c["run_ms"], c["kernel"], program_of(c), rounds
+            )
         )
         del sets
         torch.cuda.empty_cache()
@@ -643,7 +653,7 @@ def run_timing(
         exported = functools.partial(attention_call, ops.attention, causal=causal)
         vendor = functools.partial(attention_call, attention_vendor, causal=causal)
         res["timing"].append(
-            timing_entry(c["label"], exported, vendor, sets, c["run_ms"], c["kernel"], program_of(c))
+            timing_entry(c["label"], exported, vendor, sets, c["run_ms"], c["kernel"], program_of(c), rounds)
         )
         del sets
         torch.cuda.empty_cache()
@@ -771,6 +781,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", help="the run documents exported ({kind: run}, as confirm_h200.py's run_kinds.json): "
                     "with --cache, each kernel-served row's tuning program is timed in the same rounds")  # fmt: skip
     ap.add_argument("--cache", help="the build cache the run's programs are in")
+    ap.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved timing rounds per tuned problem")
     args = ap.parse_args(argv)
     t_start = time.time()
     dispatch = json.loads(Path(args.dispatch).read_text())
@@ -818,7 +829,10 @@ def main(argv: list[str] | None = None) -> int:
         else None,
         ("compile", lambda: run_compile(mod, ops, dispatch, res)),
         ("profile", lambda: run_profile(mod, ops, dispatch, res)) if exported & GROUPED_OPS else None,
-        ("timing", lambda: run_timing(mod, ops, dispatch, res, t_start + args.deadline_s, programs)),
+        (
+            "timing",
+            lambda: run_timing(mod, ops, dispatch, res, t_start + args.deadline_s, programs, args.rounds),
+        ),
     ]
     stages = [s for s in stages if s is not None]
     for name, stage in stages:

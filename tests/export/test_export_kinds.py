@@ -807,3 +807,46 @@ def test_h200_kinds_check_times_the_runs_own_tuning_programs(tmp_path):
     assert got[w["name"]]["iters"] == rt["iters"]
     groups = next(a for a in argv if a.startswith("--groups="))
     assert groups.count("x") == 2 * len(w["dims"]["groups"])  # the run's own problem, group by group
+
+
+def test_h200_kinds_check_interleaves_the_program_with_the_exported_op(monkeypatch):
+    """The timing rounds rotate their start over exported op, vendor and tuning program, give the CUDA
+    graphs the program's calls per window, and report medians over the rounds (one slow round does not
+    decide) with exported / program and exported / run against the 3 % goal."""
+    drv = _kinds_driver()
+    seen: list[tuple[str, int | None]] = []
+    times = {
+        "exported": [1.00, 1.02, 1.50, 1.01, 0.99],
+        "vendor": [1.20, 1.21, 1.19, 1.22, 1.18],
+        "program": [0.98, 1.00, 0.99, 1.01, 0.97],
+    }
+
+    def fake_graph_time(fn, sets, reps=5, iters=None):
+        name = fn()
+        seen.append((name, iters))
+        return {"median": times[name].pop(0)}
+
+    def fake_program_time(argv):
+        seen.append(("program", None))
+        return {"median": times["program"].pop(0), "status": "ok"}
+
+    monkeypatch.setattr(drv, "graph_time", fake_graph_time)
+    monkeypatch.setattr(drv, "program_time", fake_program_time)
+    e = drv.timing_entry("tuned_x", lambda: "exported", lambda: "vendor", [()], 1.05, "g000",
+                         {"argv": ["prog"], "iters": 20}, n_rounds=5)  # fmt: skip
+    firsts = [seen[3 * r][0] for r in range(5)]
+    assert firsts == ["exported", "vendor", "program", "exported", "vendor"]
+    assert all(iters == 20 for name, iters in seen if name != "program")
+    assert e["exported_ms"] == 1.01 and e["program_ms"] == 0.99 and e["vendor_ms"] == 1.20
+    assert e["exported_vs_program"] == pytest.approx(1.01 / 0.99) and e["within_3pct_of_program"]
+    assert e["within_3pct_of_run"] and e["vendor_over_exported"] == pytest.approx(1.20 / 1.01)
+    assert len(e["rounds"]) == 5
+    # without a program (a vendor-served row): two contenders, no program fields
+    times.update(exported=[2.0, 2.1], vendor=[1.0, 1.1])
+    seen.clear()
+    e = drv.timing_entry("tuned_y", lambda: "exported", lambda: "vendor", [()], 1.0, None, None, n_rounds=2)
+    assert (
+        "program_ms" not in e
+        and not e["within_3pct_of_run"]
+        and [s[0] for s in seen][:2] == ["exported", "vendor"]
+    )
