@@ -94,6 +94,9 @@ def grouped_cases(dispatch: dict[str, Any]) -> list[dict[str, Any]]:
         cases.append(
             {"label": f"{op}_n_unaligned", "op": op, "rows": rows[:4], "N": n - 4, "K": k, "legal": False}
         )
+        # more groups than the group-argument kernel scans at once (256): its chunked scan, some groups empty
+        many = [(7 * i) % 23 for i in range(300)]
+        cases.append({"label": f"{op}_300_groups", "op": op, "rows": many, "N": n, "K": k})
     for c in cases:
         c.setdefault("legal", grouped_legal(dispatch, c["op"], c["N"], c["K"]))
     return cases
