@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelpilot.errors import InputError
-from kernelpilot.export.routing import DEFAULT_MIN_VENDOR_RATIO, route_fields, vendor_reason
+from kernelpilot.export.routing import DEFAULT_MIN_VENDOR_RATIO, RoutedRow, route_fields, vendor_reason
 from kernelpilot.export.runs import TunedEntry
 from kernelpilot.export.writer import write_kind_files
 
@@ -39,7 +39,7 @@ class AttentionKernel:
 
 
 @dataclass
-class AttentionRow:
+class AttentionRow(RoutedRow):
     entry: TunedEntry
     kernel: AttentionKernel | None  # None: SDPA serves this problem (``vendor_reason`` says why)
     batch: int
@@ -52,10 +52,6 @@ class AttentionRow:
     label: str = ""
     vendor_reason: str | None = None
     config: dict[str, Any] = field(default_factory=dict)  # the tuned (normalized) config
-
-    @property
-    def kernel_index(self) -> int:
-        return -1 if self.kernel is None else self.kernel.index
 
 
 @dataclass

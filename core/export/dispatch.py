@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelpilot.errors import InputError
-from kernelpilot.export.routing import DEFAULT_MIN_VENDOR_RATIO, route_fields, vendor_reason
+from kernelpilot.export.routing import DEFAULT_MIN_VENDOR_RATIO, RoutedRow, route_fields, vendor_reason
 from kernelpilot.export.runs import DECOMP_CODES, RASTER_CODES, ExportSource, TunedEntry
 
 FALLBACKS = ("vendor", "nearest", "error")
@@ -42,7 +42,7 @@ class Kernel:
 
 
 @dataclass
-class Row:
+class Row(RoutedRow):
     """One tuned shape of the table."""
 
     entry: TunedEntry
@@ -50,11 +50,6 @@ class Row:
     knobs: dict[str, Any]  # raster (H/M/N), swizzle, decomp (H/D/S/K), splits
     label: str  # the tuned config's label (also for a vendor-served row)
     vendor_reason: str | None = None
-
-    @property
-    def kernel_index(self) -> int:
-        """The row's kernel in the generated tables; -1 for a vendor-served row."""
-        return -1 if self.kernel is None else self.kernel.index
 
 
 @dataclass

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelpilot.errors import InputError
-from kernelpilot.export.routing import DEFAULT_MIN_VENDOR_RATIO, route_fields, vendor_reason
+from kernelpilot.export.routing import DEFAULT_MIN_VENDOR_RATIO, RoutedRow, route_fields, vendor_reason
 from kernelpilot.export.runs import TunedEntry
 from kernelpilot.export.writer import write_kind_files
 
@@ -42,7 +42,7 @@ class GroupedKernel:
 
 
 @dataclass
-class GroupedRow:
+class GroupedRow(RoutedRow):
     entry: TunedEntry
     op: str  # grouped_mm | moe_gemm
     kernel: GroupedKernel | None  # None: the vendor op serves this problem (``vendor_reason`` says why)
@@ -54,10 +54,6 @@ class GroupedRow:
     label: str = ""
     vendor_reason: str | None = None
     config: dict[str, Any] = field(default_factory=dict)  # the tuned (normalized) config
-
-    @property
-    def kernel_index(self) -> int:
-        return -1 if self.kernel is None else self.kernel.index
 
 
 @dataclass

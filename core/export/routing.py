@@ -46,6 +46,18 @@ def vendor_reason(entry: TunedEntry, min_ratio: float) -> str | None:
     )
 
 
+class RoutedRow:
+    """What every kind's table row shares: ``kernel`` (None when the vendor library serves the row) and
+    its index in the generated C++ tables, -1 meaning "the vendor library" there."""
+
+    kernel: Any
+
+    @property
+    def kernel_index(self) -> int:
+        """The row's kernel in the generated tables; -1 for a vendor-served row."""
+        return -1 if self.kernel is None else self.kernel.index
+
+
 def route_fields(kernel: Any, label: str, reason: str | None, config: dict[str, Any]) -> dict[str, Any]:
     """The routing part of a ``dispatch.json`` row, the same for every kind; a vendor-served row keeps
     the config that was tuned (``tuned_config``: no kernel of the export carries it)."""
