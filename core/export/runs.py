@@ -110,9 +110,7 @@ def _operator_vendor(kind: str, vendor_doc: dict[str, Any]) -> tuple[str | None,
     return path, _num(candidate.get("time_ms")) if isinstance(candidate, dict) else None
 
 
-def _confirmed(
-    kind: str, wl: dict[str, Any], best: dict[str, Any]
-) -> tuple[float | None, float | None, float | None]:
+def _confirmed(wl: dict[str, Any], best: dict[str, Any]) -> tuple[float | None, float | None, float | None]:
     """(confirmed ms, vendor ms, vendor ratio) of a workload, Nones where the run has none.
 
     A run that confirmed its winner marks ``best.confirmed`` and puts the median of the confirmation
@@ -124,7 +122,7 @@ def _confirmed(
     vendor_doc = wl.get("vendor")
     if not isinstance(vendor_doc, dict):
         vendor_doc = {}
-    backend, vendor = _operator_vendor(kind, vendor_doc)
+    backend, vendor = _operator_vendor(str(wl.get("kernel", "gemm")), vendor_doc)
     if backend != (vendor_doc.get("backend") or vendor_doc.get("label")):
         ratio = vendor / float(conf or best["time_ms"]) if vendor is not None else None
         return conf, vendor, ratio
@@ -193,7 +191,7 @@ def load_run(path: Path) -> ExportSource:
                 field=f"workloads[{i}].target",
             )
         dims = dims_of(wl, path, i)
-        conf, vendor, ratio = _confirmed(str(wl["kernel"]), wl, best)
+        conf, vendor, ratio = _confirmed(wl, best)
         vendor_doc = wl.get("vendor") if isinstance(wl.get("vendor"), dict) else {}
         best_vendor = vendor_doc.get("backend") or vendor_doc.get("label")
         operator_vendor = _operator_vendor(str(wl["kernel"]), vendor_doc)[0]
