@@ -100,8 +100,9 @@ OPERATOR_VENDOR_PATH = {"grouped_gemm": "torch._grouped_mm", "moe_gemm": "torch.
 def _operator_vendor(kind: str, vendor_doc: dict[str, Any]) -> tuple[str | None, float | None]:
     """(name, ms) of the vendor call the exported operator makes, as the run's confirmation timed it.
 
-    The run's best vendor path when the operator makes that call; else the candidate of that name
-    (the vendor worker times every candidate each round); None where the run has no time for it."""
+    The run's best vendor path (median of the confirmation rounds) when the operator makes that call;
+    else the candidate of that name as the last confirmation round timed it (the vendor worker times
+    every candidate each round, the run keeps the last round's); None where the run has no time for it."""
     backend = vendor_doc.get("backend") or vendor_doc.get("label")
     path = OPERATOR_VENDOR_PATH.get(kind)
     if path is None or backend == path:
