@@ -25,6 +25,7 @@ import zipfile
 from pathlib import Path
 
 from kernelpilot.dsl_plugins.sycl import sycl_tla
+from kernelpilot.locks import HeldLock, KeyLocks
 
 SYCL_TLA_VERSION = "0.9.1"
 SYCL_TLA_WHEEL = f"sycl-tla=={SYCL_TLA_VERSION}"
@@ -60,8 +61,21 @@ def _pip(args: list[str], what: str) -> None:
         )
 
 
+def _fetch_lock(cache: Path, key: str) -> HeldLock:
+    """Test workers running in parallel (pytest-xdist) share the cache: one fetches, the others wait
+    for it and then find the files there."""
+    held = KeyLocks(cache / ".locks").acquire(key)
+    assert held is not None  # acquire without a timeout waits until it holds the lock
+    return held
+
+
 def sycl_include(cache: Path) -> Path:
     """A folder holding ``sycl/sycl.hpp``: KP_SYCL_INCLUDE, else the intel-sycl-rt wheel's include/."""
+    with _fetch_lock(cache, "sycl-include"):
+        return _sycl_include(cache)
+
+
+def _sycl_include(cache: Path) -> Path:
     explicit = os.environ.get("KP_SYCL_INCLUDE")
     if explicit:
         if not (Path(explicit) / "sycl" / "sycl.hpp").exists():
@@ -133,6 +147,11 @@ def _add_applications(root: Path) -> None:
 def sycl_tla_tree(cache: Path, *, applications: bool) -> tuple[sycl_tla.SyclTlaTree, str | None]:
     """(tree, why flash attention cannot be checked or None): SYCL_TLA_DIR, else the cached wheel
     (plus the release archive's applications/ when ``applications`` is asked for)."""
+    with _fetch_lock(cache, "sycl-tla"):
+        return _sycl_tla_tree(cache, applications=applications)
+
+
+def _sycl_tla_tree(cache: Path, *, applications: bool) -> tuple[sycl_tla.SyclTlaTree, str | None]:
     explicit = os.environ.get("SYCL_TLA_DIR")
     if explicit:
         found = sycl_tla.find_sycl_tla(explicit)
