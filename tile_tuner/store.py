@@ -171,20 +171,55 @@ class ResultsStore:
                 _check_schema(self._db, self.path, field)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
-                _check_schema(self._db, self.path, field)
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("PRAGMA synchronous=NORMAL")
-                self._db.executescript(_SCHEMA)
-                self._db.execute(
-                    "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+                self._db = sqlite3.connect(
+                    str(self.path), check_same_thread=False, timeout=30, isolation_level=None
                 )
-                self._db.commit()
+                self._create_schema_once(field)
+                self._enable_wal()
+                self._db.isolation_level = ""
+                self._db.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"not a readable SQLite results store ({exc})", file=str(self.path), field=field
             ) from None
         self._lock = threading.Lock()
+
+    def _create_schema_once(self, field: str | None) -> None:
+        """Check and create the tables in one write transaction.
+
+        Several processes may open a new store at the same moment (a shared home).  Creating the
+        tables statement by statement would let another opener see ``meta`` without
+        ``measurements`` and reject the file as foreign; ``BEGIN IMMEDIATE`` makes the second
+        opener wait for the first one's complete schema instead.
+        """
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            _check_schema(db, self.path, field)
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    def _enable_wal(self, wait_s: float = 30.0) -> None:
+        """Switch to WAL (readers never block the writer), waiting out other openers.
+
+        Changing the journal mode needs the file to itself and SQLite answers "database is locked"
+        at once rather than calling the busy handler, so retry for as long as ``connect`` would wait.
+        """
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     def close(self) -> None:
         with self._lock:
