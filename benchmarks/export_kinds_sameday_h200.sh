@@ -25,13 +25,16 @@ BUDGET_S=${BUDGET_S:-560}
 KINDS=${KINDS:-moe_gemm,grouped_gemm}
 BUDGET=${BUDGET:-moe_gemm=6,grouped_gemm=6}
 TUNE_S=${TUNE_S:-260}
+CONFIRM_ROUNDS=${CONFIRM_ROUNDS:-3}   # the tuner's confirmation rounds (its default 3)
+ROUNDS=${ROUNDS:-5}                   # the check's interleaved timing rounds per tuned problem
 CACHE=${CACHE:-/tmp/kp_cache}
 mkdir -p "$OUT/tune"
 source benchmarks/device_setup.sh
 W=/tmp/kp_kinds_sameday
 rm -rf "$W" && mkdir -p "$W"
 PYTHONUNBUFFERED=1 python3 benchmarks/confirm_h200.py --out "$OUT/tune" --work "$W/work" --jobs 16 \
-  --deadline-s "$TUNE_S" --phases "plan,build,$KINDS" --budget "$BUDGET" --cache "$CACHE" > "$OUT/tune/driver.log" 2>&1
+  --deadline-s "$TUNE_S" --phases "plan,build,$KINDS" --budget "$BUDGET" --cache "$CACHE" \
+  --confirm-rounds "$CONFIRM_ROUNDS" > "$OUT/tune/driver.log" 2>&1
 RC=$?
 tail -5 "$OUT/tune/driver.log"
 [ $RC -eq 0 ] && [ -f "$OUT/tune/run_kinds.json" ] || { echo "tune failed (rc=$RC)"; exit 1; }
@@ -45,6 +48,6 @@ python3 -m kernelpilot export "$W"/run_*.json --out "$W/kp_kinds" --name kp_kind
   || { tail -20 "$OUT/tune/export.log"; exit 1; }
 echo "export: $(( $(date +%s) - T0 )) s"
 EXPORT="$W/kp_kinds" NAME=kp_kinds OUT="$OUT" BUDGET_S=$(( BUDGET_S - ($(date +%s) - T0) )) \
-  RUNS="$OUT/tune/run_kinds.json" PROGRAM_CACHE="$CACHE" bash benchmarks/export_kinds_h200.sh
+  RUNS="$OUT/tune/run_kinds.json" PROGRAM_CACHE="$CACHE" ROUNDS="$ROUNDS" bash benchmarks/export_kinds_h200.sh
 tar -czf "$OUT/tune.tgz" -C "$OUT" tune && rm -rf "$OUT/tune"  # the device returns at most 8 files
 echo "total $(( $(date +%s) - T0 )) s"

@@ -815,10 +815,10 @@ def test_h200_kinds_check_interleaves_the_program_with_the_exported_op(monkeypat
     decide) with exported / program and exported / run against the 3 % goal."""
     drv = _kinds_driver()
     seen: list[tuple[str, int | None]] = []
-    times = {
-        "exported": [1.00, 1.02, 1.50, 1.01, 0.99],
-        "vendor": [1.20, 1.21, 1.19, 1.22, 1.18],
-        "program": [0.98, 1.00, 0.99, 1.01, 0.97],
+    times = {  # the first value of each is the untimed warm-up round: far off, and never counted
+        "exported": [9.0, 1.00, 1.02, 1.50, 1.01, 0.99],
+        "vendor": [9.0, 1.20, 1.21, 1.19, 1.22, 1.18],
+        "program": [9.0, 0.98, 1.00, 0.99, 1.01, 0.97],
     }
 
     def fake_graph_time(fn, sets, reps=5, iters=None):
@@ -834,19 +834,21 @@ def test_h200_kinds_check_interleaves_the_program_with_the_exported_op(monkeypat
     monkeypatch.setattr(drv, "program_time", fake_program_time)
     e = drv.timing_entry("tuned_x", lambda: "exported", lambda: "vendor", [()], 1.05, "g000",
                          {"argv": ["prog"], "iters": 20}, n_rounds=5)  # fmt: skip
-    firsts = [seen[3 * r][0] for r in range(5)]
+    firsts = [seen[3 * r][0] for r in range(1, 6)]
     assert firsts == ["exported", "vendor", "program", "exported", "vendor"]
+    assert e["warmup_round_not_counted"]["exported"] == {"median": 9.0}
     assert all(iters == 20 for name, iters in seen if name != "program")
     assert e["exported_ms"] == 1.01 and e["program_ms"] == 0.99 and e["vendor_ms"] == 1.20
     assert e["exported_vs_program"] == pytest.approx(1.01 / 0.99) and e["within_3pct_of_program"]
     assert e["within_3pct_of_run"] and e["vendor_over_exported"] == pytest.approx(1.20 / 1.01)
     assert len(e["rounds"]) == 5
     # without a program (a vendor-served row): two contenders, no program fields
-    times.update(exported=[2.0, 2.1], vendor=[1.0, 1.1])
+    times.update(exported=[0.1, 2.0, 2.1], vendor=[0.1, 1.0, 1.1])
     seen.clear()
     e = drv.timing_entry("tuned_y", lambda: "exported", lambda: "vendor", [()], 1.0, None, None, n_rounds=2)
     assert (
         "program_ms" not in e
         and not e["within_3pct_of_run"]
-        and [s[0] for s in seen][:2] == ["exported", "vendor"]
+        and e["exported_ms"] == pytest.approx(2.05)
+        and [s[0] for s in seen][2:4] == ["exported", "vendor"]
     )
