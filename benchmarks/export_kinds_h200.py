@@ -51,6 +51,8 @@ POLICIES = ("vendor", "nearest", "error")
 L2_BYTES, ROTATE = 60.0e6, 2.5  # as the tuning programs: input sets rotated past 2.5x L2
 TARGET_MS = 5.0
 ROUNDS = 5  # interleaved timing rounds per tuned problem (--rounds)
+REST_S = 0.5  # idle GPU before each timed contender, as a tuning program's process start gives it (--rest-s)
+BACK_TO_BACK_ROUNDS = 2  # rounds without the pause, recorded to show its effect (--back-to-back-rounds)
 GROUPED_OPS = {"grouped_mm", "moe_gemm"}
 
 
@@ -67,11 +69,7 @@ def grouped_cases(dispatch: dict[str, Any]) -> list[dict[str, Any]]:
         cases.append({"label": f"tuned_{e['origin']['workload']}", "op": e["op"], "rows": rows, "N": e["key"]["N"],
                       "K": e["key"]["K"], "tuned": True, "run_ms": run_ms_of(e), "kernel": e["kernel"],
                       "served": served_by(e)})  # fmt: skip
-    first = {
-        op: next((e for e in dispatch["grouped"]["entries"] if e["op"] == op), None)
-        for op in ("grouped_mm", "moe_gemm")
-    }
-    for op, e in first.items():
+    for op, e in variant_bases(dispatch).items():
         if e is None:
             continue
         n, k, rows = e["key"]["N"], e["key"]["K"], list(e["tuned_group_rows"])
@@ -100,6 +98,18 @@ def grouped_cases(dispatch: dict[str, Any]) -> list[dict[str, Any]]:
     for c in cases:
         c.setdefault("legal", grouped_legal(dispatch, c["op"], c["N"], c["K"]))
     return cases
+
+
+def variant_bases(dispatch: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per op, the tuned row whose N and K the untuned variants reuse: a kernel-served one if any, the
+    smallest N x K among those.  Why the smallest: the 300-group variant holds 300 weight matrices of
+    that size (a Mixtral-sized N x K would need tens of GiB)."""
+    out = {}
+    for op in ("grouped_mm", "moe_gemm"):
+        rows = [e for e in dispatch["grouped"]["entries"] if e["op"] == op]
+        if rows:
+            out[op] = min(rows, key=lambda e: (not e.get("kernel"), e["key"]["N"] * e["key"]["K"]))
+    return out
 
 
 def attention_legal(dispatch: dict[str, Any], head_dim: int, causal: bool) -> bool:
@@ -489,9 +499,15 @@ def run_attention_cases(mod, ops, dispatch, res: dict[str, Any]) -> None:
 
 
 # ----------------------------------------------------------------------------- timing
-def graph_time(fn, sets, reps: int = 5, iters: int | None = None) -> dict[str, Any]:
+def graph_time(
+    fn, sets, reps: int = 5, iters: int | None = None, rest_s: float = 0.0, warmup: int = 5
+) -> dict[str, Any]:
     """Median ms per call of ``fn`` replayed from a CUDA graph over rotating input sets (``iters`` calls
-    per graph when given, as the tuning program's timed window; else about TARGET_MS of work)."""
+    per graph when given, as the tuning program's timed window; else about TARGET_MS of work).
+
+    With ``rest_s``, the GPU idles that long after the graph is built and before ``warmup`` eager calls
+    and the timed replays: the sequence a tuning program runs after its process start (an idle GPU,
+    ``--warmup`` calls, ``--reps`` windows of ``--iters``), so both start from the same power state."""
     import torch
 
     for s in sets[:3]:
@@ -516,6 +532,10 @@ def graph_time(fn, sets, reps: int = 5, iters: int | None = None) -> dict[str, A
             fn(*sets[i % len(sets)])
     g.replay()
     torch.cuda.synchronize()
+    if rest_s > 0:
+        time.sleep(rest_s)
+        for i in range(warmup):
+            fn(*sets[i % len(sets)])
     times = []
     for _ in range(reps):
         e0.record()
@@ -527,10 +547,13 @@ def graph_time(fn, sets, reps: int = 5, iters: int | None = None) -> dict[str, A
     return {"median": statistics.median(times), "min": min(times), "max": max(times), "iters": iters}
 
 
-def program_time(argv: list[str]) -> dict[str, Any]:
-    """One fresh run of a tuning program, as the run's confirmation ran it: its own median."""
+def program_time(argv: list[str], rest_s: float = 0.0) -> dict[str, Any]:
+    """One fresh run of a tuning program, as the run's confirmation ran it: its own median (after
+    ``rest_s`` of idle GPU, as the graph-timed contenders get)."""
     from kernelpilot.tile_tuner.runner import run_program
 
+    if rest_s > 0:
+        time.sleep(rest_s)
     out = run_program(argv, None, 120.0)
     if out.status != "ok" or not out.raw:
         return {"status": out.status, "message": out.message[-400:]}
@@ -539,39 +562,68 @@ def program_time(argv: list[str]) -> dict[str, Any]:
 
 
 def timing_entry(
-    label, exported_fn, vendor_fn, sets, run_ms, kernel, program=None, n_rounds: int = ROUNDS
+    label,
+    exported_fn,
+    vendor_fn,
+    sets,
+    run_ms,
+    kernel,
+    program=None,
+    n_rounds: int = ROUNDS,
+    rest_s: float = REST_S,
+    back_to_back_rounds: int = BACK_TO_BACK_ROUNDS,
 ) -> dict[str, Any]:
     """Interleaved rounds with a rotating start: the exported op and the vendor (CUDA graphs), and, for a
     kernel-served row whose tuning program is at hand, that program run as the confirmation ran it
     (the same binary, config, run-time knobs and problem).  The program in the same rounds separates
-    what the export costs (exported / program) from drift of the record (program / run)."""
-    contenders = {"exported": lambda: graph_time(exported_fn, sets, iters=program and program["iters"]),
-                  "vendor": lambda: graph_time(vendor_fn, sets, iters=program and program["iters"])}  # fmt: skip
-    if program:
-        contenders["program"] = lambda: program_time(program["argv"])
-    names = list(contenders)
+    what the export costs (exported / program) from drift of the record (program / run).
+
+    Every contender of the counted rounds starts from ``rest_s`` of idle GPU.  Why: the run's confirmed
+    time comes from tuning programs, each timed right after its own process start (an idle GPU), and
+    under the power cap an H200 that has just idled runs a large GEMM 5-10 % faster than one that has
+    been busy back to back (the recorded calls: a contender timed after a pause beat its own later
+    rounds by that much).  ``back_to_back_rounds`` more rounds without the pause are recorded, not
+    counted, to show that effect in the same call."""
+
+    def contenders(rest: float) -> dict[str, Any]:
+        iters = program and program["iters"]
+        out = {"exported": lambda: graph_time(exported_fn, sets, iters=iters, rest_s=rest),
+               "vendor": lambda: graph_time(vendor_fn, sets, iters=iters, rest_s=rest)}  # fmt: skip
+        if program:
+            out["program"] = lambda: program_time(program["argv"], rest_s=rest)
+        return out
+
+    def play(rest: float, count: int) -> list[dict[str, Any]]:
+        timed = contenders(rest)
+        names = list(timed)
+        return [
+            {name: timed[name]() for name in names[r % len(names) :] + names[: r % len(names)]}
+            for r in range(count)
+        ]
+
     # One untimed round first: the first contender of the first round otherwise meets a GPU that was
     # idle (clocks, caches) and came out 4-7 % slow in the recorded calls; it is kept, not counted.
-    warmup = {name: contenders[name]() for name in names}
-    rounds = []
-    for r in range(n_rounds):
-        order = names[r % len(names) :] + names[: r % len(names)]
-        rounds.append({name: contenders[name]() for name in order})
+    warmup = play(rest_s, 1)[0]
+    rounds = play(rest_s, n_rounds)
+    back_to_back = play(0.0, back_to_back_rounds)
 
-    def med(name: str) -> float | None:
-        vals = [x[name]["median"] for x in rounds if name in x and x[name].get("median")]
+    def med(name: str, of: list[dict[str, Any]]) -> float | None:
+        vals = [x[name]["median"] for x in of if name in x and x[name].get("median")]
         return statistics.median(vals) if vals else None
 
-    exp_ms, ven_ms, prog_ms = med("exported"), med("vendor"), med("program")
+    exp_ms, ven_ms, prog_ms = med("exported", rounds), med("vendor", rounds), med("program", rounds)
     log(f"{label}: exported {exp_ms:.4f} ms, vendor {ven_ms:.4f} ms, run {run_ms:.4f} ms"
         + (f", program {prog_ms:.4f} ms" if prog_ms else ""))  # fmt: skip
     entry = {"case": label, "kernel": kernel, "exported_ms": exp_ms, "vendor_ms": ven_ms, "run_ms": run_ms,
              "exported_vs_run": exp_ms / run_ms, "within_3pct_of_run": exp_ms <= 1.03 * run_ms,
-             "vendor_over_exported": ven_ms / exp_ms, "rotating_sets": len(sets), "rounds": rounds,
-             "warmup_round_not_counted": warmup}  # fmt: skip
+             "vendor_over_exported": ven_ms / exp_ms, "rotating_sets": len(sets), "rest_s": rest_s,
+             "rounds": rounds, "warmup_round_not_counted": warmup}  # fmt: skip
     if prog_ms:
         entry.update(program_ms=prog_ms, program_argv=program["argv"], exported_vs_program=exp_ms / prog_ms,
                      within_3pct_of_program=exp_ms <= 1.03 * prog_ms, program_vs_run=prog_ms / run_ms)  # fmt: skip
+    if back_to_back:
+        b2b = {name: med(name, back_to_back) for name in back_to_back[0]}
+        entry["back_to_back_not_counted"] = {"rounds": back_to_back, "median_ms": b2b}
     return entry
 
 
@@ -618,8 +670,12 @@ def run_timing(
     deadline: float,
     programs: dict | None = None,
     rounds: int = ROUNDS,
+    rest_s: float = REST_S,
+    back_to_back_rounds: int = BACK_TO_BACK_ROUNDS,
 ) -> None:
     import torch
+
+    how = {"n_rounds": rounds, "rest_s": rest_s, "back_to_back_rounds": back_to_back_rounds}
 
     def program_of(case: dict[str, Any]) -> dict[str, Any] | None:
         """The tuning program of a kernel-served tuned row (vendor-served rows run no kernel of ours)."""
@@ -639,7 +695,7 @@ def run_timing(
         vendor = functools.partial(grouped_vendor_raw, op)  # torch's op as it is: no tail mask in its time
         res["timing"].append(
             timing_entry(
-                c["label"], getattr(ops, op), vendor, sets, c["run_ms"], c["kernel"], program_of(c), rounds
+                c["label"], getattr(ops, op), vendor, sets, c["run_ms"], c["kernel"], program_of(c), **how
             )
         )
         del sets
@@ -660,7 +716,7 @@ def run_timing(
         exported = functools.partial(attention_call, ops.attention, causal=causal)
         vendor = functools.partial(attention_call, attention_vendor, causal=causal)
         res["timing"].append(
-            timing_entry(c["label"], exported, vendor, sets, c["run_ms"], c["kernel"], program_of(c), rounds)
+            timing_entry(c["label"], exported, vendor, sets, c["run_ms"], c["kernel"], program_of(c), **how)
         )
         del sets
         torch.cuda.empty_cache()
@@ -789,6 +845,14 @@ def main(argv: list[str] | None = None) -> int:
                     "with --cache, each kernel-served row's tuning program is timed in the same rounds")  # fmt: skip
     ap.add_argument("--cache", help="the build cache the run's programs are in")
     ap.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved timing rounds per tuned problem")
+    ap.add_argument(
+        "--rest-s",
+        type=float,
+        default=REST_S,
+        help="seconds of idle GPU before each timed contender (as a tuning program's start gives it)",
+    )
+    ap.add_argument("--back-to-back-rounds", type=int, default=BACK_TO_BACK_ROUNDS,
+                    help="more rounds without the pause, recorded and not counted")  # fmt: skip
     args = ap.parse_args(argv)
     t_start = time.time()
     dispatch = json.loads(Path(args.dispatch).read_text())
@@ -838,7 +902,17 @@ def main(argv: list[str] | None = None) -> int:
         ("profile", lambda: run_profile(mod, ops, dispatch, res)) if exported & GROUPED_OPS else None,
         (
             "timing",
-            lambda: run_timing(mod, ops, dispatch, res, t_start + args.deadline_s, programs, args.rounds),
+            lambda: run_timing(
+                mod,
+                ops,
+                dispatch,
+                res,
+                t_start + args.deadline_s,
+                programs,
+                args.rounds,
+                args.rest_s,
+                args.back_to_back_rounds,
+            ),
         ),
     ]
     stages = [s for s in stages if s is not None]

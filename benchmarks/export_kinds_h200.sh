@@ -38,6 +38,6 @@ cd /tmp && python3 -c "import $NAME, torch; print(torch.ops.$NAME.get_fallback()
 cd - > /dev/null
 PYTHONUNBUFFERED=1 python3 -X faulthandler benchmarks/export_kinds_h200.py --name "$NAME" --dispatch "$EXPORT/dispatch.json" \
   --out "$OUT/export_kinds_h200.json" --install-s $((T1 - T0)) --install-how "$HOW" \
-  --deadline-s $(( ${BUDGET_S:-540} - (T1 - T0) )) ${RUNS:+--runs "$RUNS"} ${PROGRAM_CACHE:+--cache "$PROGRAM_CACHE"} ${ROUNDS:+--rounds "$ROUNDS"} \
+  --deadline-s $(( ${BUDGET_S:-540} - (T1 - T0) )) ${RUNS:+--runs "$RUNS"} ${PROGRAM_CACHE:+--cache "$PROGRAM_CACHE"} ${ROUNDS:+--rounds "$ROUNDS"} ${REST_S:+--rest-s "$REST_S"} \
   2>&1 | tee "$OUT/export_kinds_h200.log"
 echo "total $(( $(date +%s) - T0 )) s"

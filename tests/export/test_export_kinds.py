@@ -410,9 +410,17 @@ def test_h200_kinds_check_plans_from_the_export(kinds_export):
     assert {p[1] for p in plan["grouped"] if not p[0].startswith("tuned_")} == {"grouped_mm", "moe_gemm"}
     # rows after the last offset, which the operators return as zeros: one case per op, M past the groups
     tail = {p[1]: p[5] for p in plan["grouped"] if p[0].endswith("_rows_after_last_offset")}
-    first = {op: next(e for e in doc["grouped"]["entries"] if e["op"] == op) for op in tail}
+
+    # the untuned variants reuse, per op, the kernel-served tuned row of the smallest N x K (the 300-group
+    # case holds 300 weight matrices of that size)
+    def base_rank(e):
+        return (not e.get("kernel"), e["key"]["N"] * e["key"]["K"])
+
+    base = {op: min((e for e in doc["grouped"]["entries"] if e["op"] == op), key=base_rank) for op in tail}
     assert set(tail) == {"grouped_mm", "moe_gemm"}
-    assert all(tail[op] > sum(first[op]["tuned_group_rows"]) for op in tail)
+    assert all(tail[op] > sum(base[op]["tuned_group_rows"]) for op in tail)
+    many = {p[1]: tuple(p[2:5]) for p in plan["grouped"] if p[0].endswith("_300_groups")}
+    assert many == {op: (300, base[op]["key"]["N"], base[op]["key"]["K"]) for op in tail}
     assert sum(a.startswith("tuned_") for a in plan["attention"]) == len(doc["attention"]["entries"])
     assert len(plan["attention"]) > len(doc["attention"]["entries"]) and plan["policies"] == [
         "vendor",
@@ -821,19 +829,27 @@ def test_h200_kinds_check_interleaves_the_program_with_the_exported_op(monkeypat
         "program": [9.0, 0.98, 1.00, 0.99, 1.01, 0.97],
     }
 
-    def fake_graph_time(fn, sets, reps=5, iters=None):
+    rests: list[float] = []
+
+    def fake_graph_time(fn, sets, reps=5, iters=None, rest_s=0.0):
         name = fn()
         seen.append((name, iters))
+        rests.append(rest_s)
         return {"median": times[name].pop(0)}
 
-    def fake_program_time(argv):
+    def fake_program_time(argv, rest_s=0.0):
         seen.append(("program", None))
+        rests.append(rest_s)
         return {"median": times["program"].pop(0), "status": "ok"}
 
     monkeypatch.setattr(drv, "graph_time", fake_graph_time)
     monkeypatch.setattr(drv, "program_time", fake_program_time)
+    times = {name: [*vals, 5.0, 5.0] for name, vals in times.items()}  # then two back-to-back rounds
     e = drv.timing_entry("tuned_x", lambda: "exported", lambda: "vendor", [()], 1.05, "g000",
-                         {"argv": ["prog"], "iters": 20}, n_rounds=5)  # fmt: skip
+                         {"argv": ["prog"], "iters": 20}, n_rounds=5, rest_s=0.25, back_to_back_rounds=2)  # fmt: skip
+    # every counted contender (and the warm-up round) starts from the pause; the back-to-back ones do not
+    assert rests == [0.25] * 18 + [0.0] * 6 and e["rest_s"] == 0.25
+    assert e["back_to_back_not_counted"]["median_ms"] == {"exported": 5.0, "vendor": 5.0, "program": 5.0}
     firsts = [seen[3 * r][0] for r in range(1, 6)]
     assert firsts == ["exported", "vendor", "program", "exported", "vendor"]
     assert e["warmup_round_not_counted"]["exported"] == {"median": 9.0}
@@ -845,7 +861,8 @@ def test_h200_kinds_check_interleaves_the_program_with_the_exported_op(monkeypat
     # without a program (a vendor-served row): two contenders, no program fields
     times.update(exported=[0.1, 2.0, 2.1], vendor=[0.1, 1.0, 1.1])
     seen.clear()
-    e = drv.timing_entry("tuned_y", lambda: "exported", lambda: "vendor", [()], 1.0, None, None, n_rounds=2)
+    e = drv.timing_entry("tuned_y", lambda: "exported", lambda: "vendor", [()], 1.0, None, None, n_rounds=2,
+                         back_to_back_rounds=0)  # fmt: skip
     assert (
         "program_ms" not in e
         and not e["within_3pct_of_run"]
