@@ -8,7 +8,13 @@ Why one module: the CUDA and the Xe baselines time PyTorch calls (cuBLAS, SDPA, 
   programs) or ``warmup`` calls (``iters_rule="fixed"``, the grouped and FMHA programs);
 * the timed calls replayed from a CUDA graph where capture works, so PyTorch's per-call host
   dispatch is not counted (it would be for eager calls: 10-20 us each, more than a small GEMM);
-* ``reps`` repetitions of ``iters`` calls, each timed with device events; median, min, max per call.
+* ``reps`` repetitions of ``iters`` calls, each timed with device events; median, min, max per call;
+* each candidate starts its timed calls from ``rest_s`` of idle device and a fresh warm-up, as a
+  program does after its own process start.  Why: under the power cap an H200 runs a large GEMM
+  5-10 % faster right after a pause than after other work back to back (recorded in
+  benchmarks/results/export_kinds_sameday_h200_r4.json, rested vs back-to-back rounds); without the
+  pause, the second and later candidates of one worker (torch._grouped_mm after the torch.mm loop,
+  the SDPA backends after the first) would be timed at a disadvantage the programs never have.
 
 The worker protocol (one JSON line, exit 0 ok / 3 cannot run) is :func:`emit`.  Only the worker
 processes import this module (it imports torch lazily inside the functions).
@@ -41,6 +47,7 @@ class Rule:
     iters: int = 20
     reps: int = 5
     max_iters: int = 2000  # the GEMM programs' longest graph
+    rest_s: float = 0.5  # idle device before the timed calls (a program's process start gives it one)
 
     def describe(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -76,18 +83,7 @@ def time_calls(fns: Sequence[Callable[[], Any]], device: str, rule: Rule) -> dic
     """Median/min/max ms per call over ``rule.reps`` repetitions, cycling through ``fns`` (one per
     rotating buffer set).  ``graph`` says whether the timed calls were replayed from a CUDA graph."""
     n = len(fns)
-    # warm-up, and a per-call estimate for the target_ms rule
-    t0, it = time.perf_counter(), 0
-    while True:
-        fns[it % n]()
-        it += 1
-        if rule.iters_rule == "fixed" and it >= rule.warmup:
-            break
-        if rule.iters_rule != "fixed" and it >= 3 and it % 4 == 0:
-            _sync(device)
-            if (time.perf_counter() - t0) * 1e3 >= rule.warmup_ms:
-                break
-    _sync(device)
+    warm_up(fns, device, rule)  # and a per-call estimate for the target_ms rule
     if rule.iters_rule == "fixed":
         iters = rule.iters
     else:
@@ -98,6 +94,9 @@ def time_calls(fns: Sequence[Callable[[], Any]], device: str, rule: Rule) -> dic
         per = max((time.perf_counter() - t1) * 1e3 / 8, 1e-4)
         iters = int(min(rule.max_iters, max(3, rule.target_ms / per)))
     graph = _capture(fns, iters, device)
+    if rule.rest_s > 0 and device in ("cuda", "xpu"):
+        time.sleep(rule.rest_s)
+        warm_up(fns, device, rule)
     times: list[float] = []
     ev = _events(device)
     for r in range(rule.reps):
@@ -128,6 +127,23 @@ def time_calls(fns: Sequence[Callable[[], Any]], device: str, rule: Rule) -> dic
         "graph": graph is not None,
         "buffers": n,
     }
+
+
+def warm_up(fns: Sequence[Callable[[], Any]], device: str, rule: Rule) -> int:
+    """The programs' warm-up: ``rule.warmup`` calls (fixed rule), or at least ``rule.warmup_ms`` and 3
+    calls (target_ms rule); returns the number of calls."""
+    t0, it = time.perf_counter(), 0
+    while True:
+        fns[it % len(fns)]()
+        it += 1
+        if rule.iters_rule == "fixed" and it >= rule.warmup:
+            break
+        if rule.iters_rule != "fixed" and it >= 3 and it % 4 == 0:
+            _sync(device)
+            if (time.perf_counter() - t0) * 1e3 >= rule.warmup_ms:
+                break
+    _sync(device)
+    return it
 
 
 def _capture(fns: Sequence[Callable[[], Any]], iters: int, device: str):
