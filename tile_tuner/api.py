@@ -183,6 +183,7 @@ def run_batch(
         "confirm": {
             "finalists": options.confirm.finalists,
             "rounds": options.confirm.rounds,
+            "extra_rounds_if_unstable": options.confirm.extra,
             "baseline": options.confirm.baseline,
             "unstable_spread": options.confirm.unstable_spread,
             "wall_s": round(confirm_s, 2),

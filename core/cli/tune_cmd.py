@@ -88,6 +88,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--confirm-rounds", type=int, default=3, help="interleaved confirmation rounds (default 3)"
     )
     parser.add_argument(
+        "--confirm-extra-rounds",
+        type=int,
+        default=None,
+        help="rounds added when the leading finalist or the vendor spreads more than 3 %% "
+        "(default: as many as --confirm-rounds; 0: never)",
+    )
+    parser.add_argument(
         "--no-baseline", action="store_true", help="do not measure the vendor library (cuBLAS, SDPA, ...)"
     )
     parser.add_argument("--gpus", help="benchmark on several GPUs of this host: all, or indices such as 0,1")
@@ -216,7 +223,10 @@ def run(args: argparse.Namespace) -> int:
 
     _check_flags(args)
     confirm = ConfirmOptions(
-        finalists=args.finalists, rounds=args.confirm_rounds, baseline=not args.no_baseline
+        finalists=args.finalists,
+        rounds=args.confirm_rounds,
+        baseline=not args.no_baseline,
+        extra_rounds=args.confirm_extra_rounds,
     ).validate()
     target, workloads, extras = _workloads(args)
     out_dir = Path(args.out)

@@ -153,7 +153,7 @@ def test_spread_above_3_percent_is_unstable_and_a_failing_finalist_drops_out():
     b = Contender(label="b", role="finalist", run=_fixed([1.02, 1.02, 1.021]), search_ms=0.95)
     c = Contender(label="c", role="finalist", run=_fixed([0.5, None]), search_ms=0.5)
     d = Contender(label="d", role="finalist", run=_fixed([0.0]), search_ms=0.4)  # a zero time is no result
-    conf = confirm([a, b, c, d], None, None, ConfirmOptions(rounds=3))
+    conf = confirm([a, b, c, d], None, None, ConfirmOptions(rounds=3, extra_rounds=0))
     rows = {r["label"]: r for r in conf["finalists"]}
     assert rows["a"]["unstable"] and rows["a"]["spread"] == pytest.approx(0.05)
     assert not rows["b"]["unstable"] and rows["b"]["confirmed_ms"] == pytest.approx(1.02)
@@ -163,7 +163,47 @@ def test_spread_above_3_percent_is_unstable_and_a_failing_finalist_drops_out():
     assert conf["winner"]["label"] == "a" and conf["unstable"] == ["a"]
 
 
+def _vendor_plan():
+    from kernelpilot.tile_tuner.baseline import VendorPlan
+
+    return VendorPlan(name="toy vendor", argv=("toy-vendor",))
+
+
+def test_an_unstable_leader_or_vendor_gets_extra_interleaved_rounds():
+    """After 3 rounds the leader spreads 10 % (0.85-0.94): 3 more rounds run for every contender, the
+    winner and its confirmed time come from all 6, and the document says why they ran."""
+    a = Contender(label="a", role="finalist", run=_fixed([0.94, 0.85, 0.85, 0.93, 0.92, 0.94]), search_ms=0.8)
+    b = Contender(label="b", role="finalist", run=_fixed([0.90] * 6), search_ms=0.9)
+    conf = confirm([a, b], None, None, ConfirmOptions(rounds=3))
+    rows = {r["label"]: r for r in conf["finalists"]}
+    assert len(rows["a"]["rounds_ms"]) == 6 and len(rows["b"]["rounds_ms"]) == 6
+    assert conf["rounds"] == 6 and conf["extra_rounds"] == {"run": 3, "because_unstable": ["a"]}
+    # 3 rounds alone would have named a (median 0.85) the winner; all 6 name b
+    assert conf["winner"]["label"] == "b" and rows["a"]["confirmed_ms"] == pytest.approx(0.925)
+    assert [c["round"] for c in conf["calls"]] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    assert [c["label"] for c in conf["calls"]][6:8] == ["b", "a"]  # round 3 rotates on from round 2
+
+    # a stable leader: no extra rounds, even with an unstable runner-up
+    a = Contender(label="a", role="finalist", run=_fixed([1.0, 1.0, 1.0]))
+    b = Contender(label="b", role="finalist", run=_fixed([1.1, 1.5, 1.2]))
+    conf = confirm([a, b], None, None, ConfirmOptions(rounds=3))
+    assert conf["rounds"] == 3 and conf["extra_rounds"] == {"run": 0, "because_unstable": []}
+
+    # an unstable vendor alone also adds rounds (its ratio is part of the verdict); E=2 here
+    a = Contender(label="a", role="finalist", run=_fixed([1.0] * 5))
+    conf = confirm([a], _vendor_plan(), _fixed([2.0, 2.4, 2.0, 2.1, 2.1]),
+                   ConfirmOptions(rounds=3, extra_rounds=2))  # fmt: skip
+    assert conf["extra_rounds"] == {"run": 2, "because_unstable": ["toy vendor"]}
+    assert conf["vendor"]["confirmed_ms"] == pytest.approx(2.1) and len(conf["vendor"]["rounds_ms"]) == 5
+
+    # 0 switches it off
+    a = Contender(label="a", role="finalist", run=_fixed([0.94, 0.85, 0.85]))
+    conf = confirm([a], None, None, ConfirmOptions(rounds=3, extra_rounds=0))
+    assert conf["rounds"] == 3 and conf["winner"]["unstable"]
+
+
 @pytest.mark.parametrize(("flags", "needle"), [
+    (["--confirm-extra-rounds", "-1"], "field --confirm-extra-rounds: must be an integer >= 0"),
     (["--finalists", "-1"], "field --finalists: must be an integer >= 0"),
     (["--confirm-rounds", "0"], "field --confirm-rounds: must be an integer >= 1"),
     (["--finalists", "three"], "--finalists: invalid int value"),
