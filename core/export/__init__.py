@@ -109,7 +109,7 @@ def export(
         doc = xe_project.dispatch_document(table, source, name)
 
         def fill(tmp: Path) -> None:
-            files.extend(xe_project.write_project(tmp, table, doc, name=name))
+            files.extend(xe_project.write_project(tmp, table, doc, name=name, version=__version__))
 
     elif model.family == "sm90":
         import dataclasses

@@ -40,10 +40,16 @@ BUILDER_STAGES = {"gemm": 3, "grouped_gemm": 2, "moe_gemm": 3}
 
 @cache
 def _env():
-    from jinja2 import Environment, StrictUndefined
+    """Jinja environment over ``cpp_templates`` (the GEMM program imports its kernel part,
+    ``sycl/gemm_kernel.j2``, which the exported library imports too)."""
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
     return Environment(
-        undefined=StrictUndefined, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True
+        loader=FileSystemLoader(str(files("kernelpilot.cpp_templates"))),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
     )
 
 
@@ -54,7 +60,7 @@ def template_text(name: str) -> str:
 
 @cache
 def _template(name: str):
-    return _env().from_string(template_text(name))
+    return _env().get_template(f"sycl/{name}")
 
 
 def common_header() -> str:
@@ -183,6 +189,7 @@ def _gemm_context(
         "element_acc": dtypes.CPP_TYPES[acc],
         "element_compute": dtypes.CPP_TYPES[acc],
         "element_out": dtypes.CPP_TYPES[out],
+        "out_dtype": out,
         "layout_a": LAYOUT_CPP[la],
         "layout_b": LAYOUT_CPP[lb],
         "wg_m": n["wg"][0],
@@ -276,16 +283,23 @@ def _fa_context(
     }
 
 
+def render_context(
+    kind: str, config: Any, problem: dict[str, Any], target: str, version: str
+) -> dict[str, Any]:
+    """The template context of one config's program (the exported library renders its GEMM kernels'
+    translation units from the same context, ``kernelpilot.export.xe_project``)."""
+    cfg = config_dict(config)
+    if kind in ("fa_prefill", "fa_decode"):
+        return _fa_context(kind, cfg, problem, target, version)
+    return _gemm_context(kind, cfg, problem, target, version)
+
+
 def render_program(
     kind: str, config: Any, problem: dict[str, Any], target: str, version: str
 ) -> dict[str, str]:
     """{file name: text} of the complete program for one config: main source, the shared header and any
     patched sycl-tla header it includes."""
-    cfg = config_dict(config)
-    if kind in ("fa_prefill", "fa_decode"):
-        context = _fa_context(kind, cfg, problem, target, version)
-    else:
-        context = _gemm_context(kind, cfg, problem, target, version)
+    context = render_context(kind, config, problem, target, version)
     source = _template(TEMPLATES[kind]).render(**context)
     return {f"{kind}.cpp": source, COMMON_HEADER: common_header(), **patched_headers(kind)}
 

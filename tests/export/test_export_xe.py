@@ -1,4 +1,5 @@
-"""`kernelpilot export` for an Intel Xe target: dispatch header, CMake target, tile_shapes.json.
+"""`kernelpilot export` for an Intel Xe target: dispatch header, CMake target, tile_shapes.json (the
+kernel library and XPU operators: test_export_xe_extension.py).
 
 The run document is synthetic (configs the bmg model enumerates, made-up times): no Xe hardware has
 measured anything here, and nothing below reads a time as a result.  What is checked is the export's
@@ -62,7 +63,8 @@ def test_xe_export_writes_tile_shapes_as_tune_does(xe_export):
         and len(doc["entries"]) == 3
         and doc["entries"][0]["origin"]["run_id"] == "synthetic"
     )
-    assert not (xe_export / "csrc").exists()  # no CUDA project for an Xe target
+    assert not list(xe_export.rglob("*.cu"))  # no CUDA sources for an Xe target
+    assert (xe_export / "src" / "kernels").is_dir()  # the sycl-tla kernels (test_export_xe_extension.py)
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
@@ -118,3 +120,37 @@ def test_xe_table_program_passes_the_host_compile(xe_export):
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_xe_export_where_the_vendor_won_every_shape_compiles_and_routes_to_vendor(tmp_path):
+    """A run whose confirmation found the vendor library faster on every shape exports no kernel; the
+    header must still be ISO C++ (no zero-size array, which GCC and Clang accept
+    only as an extension: hence -pedantic-errors) and send every tuned shape to the vendor."""
+    run = json.loads(_xe_run(tmp_path).read_text())
+    for w in run["workloads"]:
+        w["best"].update(confirmed=True, confirmed_ms=w["best"]["time_ms"])
+        w["vendor"] = {"backend": "oneDNN", "confirmed_ms": 0.5 * w["best"]["time_ms"]}
+        w["vs_vendor"] = 0.5
+    path = tmp_path / "all_vendor.json"
+    path.write_text(json.dumps(run))
+    out = tmp_path / "out"
+    r = run_cli("export", str(path), "--out", str(out), "--name", "kpxv")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "dispatch.json").read_text())
+    assert doc["kernels"] == [] and all(e["kernel"] is None for e in doc["entries"])
+    src = tmp_path / "v.cpp"
+    m, n, k = SHAPES[0]
+    src.write_text(
+        '#include "kpxv/dispatch.hpp"\n#include <cstdio>\nint main() { using namespace kpxv;\n'
+        f'  auto c = select_gemm("bf16", "rr", {m}, {n}, {k}, Fallback::nearest);\n'
+        '  std::printf("%s %d %d\\n", to_string(c.how), c.config, kNumConfigs);\n  return 0; }\n'
+    )
+    exe = tmp_path / "v"
+    cc = subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", "-pedantic-errors", f"-I{out / 'include'}", str(src), "-o", str(exe)],
+                        capture_output=True, text=True)  # fmt: skip
+    assert cc.returncode == 0, cc.stderr
+    assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split() == [
+        "vendor",
+        "-1",
+        "0",
+    ]
