@@ -18,7 +18,9 @@ Run by ``benchmarks/export_kinds_h200.sh`` after ``pip install`` of an export of
 * **inputs the kernels cannot take** (fp32, row-major b[g], int64 offsets, a misaligned pointer,
   causal with Sq != Skv, CPU tensors): never a kernel; the vendor result or, under ``error``, an exception;
 * **speed**: each tuned problem timed from CUDA graphs over input sets rotated past L2, interleaved with
-  the vendor path timed the same way, next to the run's confirmed time (3 % allowed);
+  the vendor path timed the same way (and, with ``--runs``/``--cache``, the row's tuning program), each
+  contender after ``--rest-s`` of idle GPU as a tuning program starts, next to the run's confirmed time
+  (3 % allowed); a few back-to-back rounds are recorded beside them, not counted;
 * **torch.compile**: a MoE expert layer and an attention call under ``fullgraph=True``, on a tuned
   problem (the kernels) and an untuned one (the vendor path, whose result must have the fake's strides).
 
