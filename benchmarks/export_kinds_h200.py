@@ -72,8 +72,6 @@ def grouped_cases(dispatch: dict[str, Any]) -> list[dict[str, Any]]:
                       "K": e["key"]["K"], "tuned": True, "run_ms": run_ms_of(e), "kernel": e["kernel"],
                       "served": served_by(e)})  # fmt: skip
     for op, e in variant_bases(dispatch).items():
-        if e is None:
-            continue
         n, k, rows = e["key"]["N"], e["key"]["K"], list(e["tuned_group_rows"])
         shifted = [
             max(0, r + (17 if i % 2 else -17)) for i, r in enumerate(rows)

@@ -83,7 +83,7 @@ def time_calls(fns: Sequence[Callable[[], Any]], device: str, rule: Rule) -> dic
     """Median/min/max ms per call over ``rule.reps`` repetitions, cycling through ``fns`` (one per
     rotating buffer set).  ``graph`` says whether the timed calls were replayed from a CUDA graph."""
     n = len(fns)
-    warm_up(fns, device, rule)  # and a per-call estimate for the target_ms rule
+    warm_up(fns, device, rule)
     if rule.iters_rule == "fixed":
         iters = rule.iters
     else:
@@ -129,9 +129,9 @@ def time_calls(fns: Sequence[Callable[[], Any]], device: str, rule: Rule) -> dic
     }
 
 
-def warm_up(fns: Sequence[Callable[[], Any]], device: str, rule: Rule) -> int:
+def warm_up(fns: Sequence[Callable[[], Any]], device: str, rule: Rule) -> None:
     """The programs' warm-up: ``rule.warmup`` calls (fixed rule), or at least ``rule.warmup_ms`` and 3
-    calls (target_ms rule); returns the number of calls."""
+    calls (target_ms rule)."""
     t0, it = time.perf_counter(), 0
     while True:
         fns[it % len(fns)]()
@@ -143,7 +143,6 @@ def warm_up(fns: Sequence[Callable[[], Any]], device: str, rule: Rule) -> int:
             if (time.perf_counter() - t0) * 1e3 >= rule.warmup_ms:
                 break
     _sync(device)
-    return it
 
 
 def _capture(fns: Sequence[Callable[[], Any]], iters: int, device: str):

@@ -1,6 +1,6 @@
 """Export tuned kernels as a library: sm90 -> a CMake project with PyTorch operators
-(torch.ops.NAME.gemm, grouped_mm, moe_gemm, attention for the kinds tuned) and C++ dispatch headers; Intel Xe -> a dispatch header, a CMake target against
-sycl-tla and tile_shapes.json.  Shapes that were not tuned follow --fallback."""
+(torch.ops.NAME.gemm, grouped_mm, moe_gemm, attention for the kinds tuned) and C++ dispatch headers; Intel Xe -> a dispatch header, the sycl-tla kernels as a CMake
+library with PyTorch XPU operators (built with icpx) and tile_shapes.json.  Shapes that were not tuned follow --fallback."""
 
 from __future__ import annotations
 

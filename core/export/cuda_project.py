@@ -20,6 +20,7 @@ from typing import Any
 
 from kernelpilot.errors import InputError, ToolMissingError
 from kernelpilot.export.dispatch import Table
+from kernelpilot.export.writer import write_files
 
 EXPORTABLE_KINDS = ("gemm", "grouped_gemm", "moe_gemm", "fa_prefill", "fa_decode")  # with an operator
 
@@ -152,22 +153,12 @@ def write_project(
         f"python/{name}/__init__.py": "__init__.py.j2",
         "README.md": "README.md.j2",
     }
-    written = []
-    for rel, tpl in files.items():
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(env.get_template(f"export/cuda/{tpl}").render(**ctx, entries=doc["entries"]))
-        written.append(rel)
-    for k in table.kernels:
-        rel = f"csrc/kernels/{k.symbol}.cu"
-        (out / rel).parent.mkdir(parents=True, exist_ok=True)
-        (out / rel).write_text(render_kernel(k, name))
-        written.append(rel)
-    for part in parts:
-        rel = f"cmake/{part['key']}.cmake"
-        (out / rel).parent.mkdir(parents=True, exist_ok=True)
-        (out / rel).write_text(env.get_template("export/cuda/kind.cmake.j2").render(name=name, part=part))
-        written.append(rel)
+    texts = {rel: env.get_template(f"export/cuda/{tpl}").render(**ctx, entries=doc["entries"])
+             for rel, tpl in files.items()}  # fmt: skip
+    texts.update({f"csrc/kernels/{k.symbol}.cu": render_kernel(k, name) for k in table.kernels})
+    texts.update({f"cmake/{part['key']}.cmake": env.get_template("export/cuda/kind.cmake.j2").render(name=name, part=part)
+                  for part in parts})  # fmt: skip
+    written = write_files(out, texts)
     if grouped is not None and grouped.rows:
         written += grouped_ops.write(out, grouped, ctx, env, name)
     if attention is not None and attention.rows:

@@ -42,6 +42,14 @@ def write_atomically(out: Path, fill: Callable[[Path], None], *, force: bool = F
     return out
 
 
+def write_files(out: Path, texts: dict[str, str]) -> list[str]:
+    """Write ``{relative path: text}`` under ``out`` (parent folders made); returns the paths in order."""
+    for rel, text in texts.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(text)
+    return list(texts)
+
+
 def write_kind_files(
     out: Path,
     env: Any,
@@ -61,14 +69,8 @@ def write_kind_files(
         f"csrc/{kind}_table.cu": f"{kind}_table.cu.j2",
         f"csrc/{kind}_ops.cpp": f"{kind}_ops.cpp.j2",
     }
-    written = []
-    for rel, template in files.items():
-        (out / rel).parent.mkdir(parents=True, exist_ok=True)
-        (out / rel).write_text(env.get_template(f"export/cuda/{template}").render(context))
-        written.append(rel)
-    for kernel in kernels:
-        rel = f"csrc/{kind}/{kernel.symbol}.cu"
-        (out / rel).parent.mkdir(parents=True, exist_ok=True)
-        (out / rel).write_text(render_kernel(kernel))
-        written.append(rel)
-    return written
+    texts = {
+        rel: env.get_template(f"export/cuda/{template}").render(context) for rel, template in files.items()
+    }
+    texts.update({f"csrc/{kind}/{kernel.symbol}.cu": render_kernel(kernel) for kernel in kernels})
+    return write_files(out, texts)

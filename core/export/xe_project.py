@@ -40,6 +40,7 @@ from kernelpilot.export.dispatch import build_table as build_generic
 from kernelpilot.export.dispatch import dispatch_document as document_generic
 from kernelpilot.export.routing import DEFAULT_MIN_VENDOR_RATIO
 from kernelpilot.export.runs import ExportSource
+from kernelpilot.export.writer import write_files
 
 EXPORTABLE_KINDS = ("gemm",)
 MODES = ("default", "dp", "streamk", "splitk")
@@ -115,11 +116,11 @@ def kernel_context(kernel: Any, target: str, model_dtype: Any) -> dict[str, Any]
     return programs.render_context("gemm", kernel.config, problem, target, "export")
 
 
-def render_kernel(kernel: Any, name: str, target: str, model_dtype: Any) -> str:
-    """The translation unit of one tuned config: the tuning program's kernel part without its main."""
-    ctx = kernel_context(kernel, target, model_dtype)
+def render_kernel(kernel: Any, name: str, context: dict[str, Any]) -> str:
+    """The translation unit of one tuned config (``context``: its :func:`kernel_context`): the tuning
+    program's kernel part without its main."""
     tpl = _env().get_template("export/xe/gemm_kernel.cpp.j2")
-    return tpl.render(**ctx, name=name, symbol=kernel.symbol, label=kernel.label)
+    return tpl.render(**context, name=name, symbol=kernel.symbol, label=kernel.label)
 
 
 def _env() -> Any:
@@ -154,14 +155,12 @@ def write_project(
 ) -> list[str]:
     env = _env()
     model_dtypes = _model_dtypes(table)
-    outs = {
-        k.index: kernel_context(k, table.target, model_dtypes[k.index])["out_dtype"] for k in table.kernels
-    }
+    contexts = {k.index: kernel_context(k, table.target, model_dtypes[k.index]) for k in table.kernels}
     kernels = [
         {"symbol": k.symbol, "index": k.index, "label": k.label, "dtype": k.dtype, "layout": k.layout,
          "align": k.align, "wg": list(k.config["wg"]), "sg": list(k.config.get("sg") or [0, 0, 0]),
          "stages": int(k.config.get("stages", 0)), "schedule": str(k.config.get("schedule", "default")),
-         "config_json": _c_str(k.config), "out_dtype": outs[k.index]}
+         "config_json": _c_str(k.config), "out_dtype": contexts[k.index]["out_dtype"]}
         for k in table.kernels
     ]  # fmt: skip
     flags = build_flags(table.target, "${" + name.upper() + "_AOT_DEVICE}")
@@ -181,19 +180,11 @@ def write_project(
         "examples/table.cpp": "table.cpp.j2",
         "README.md": "README.md.j2",
     }
-    written = []
-    for rel, tpl in files.items():
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(env.get_template(f"export/xe/{tpl}").render(**ctx))
-        written.append(rel)
-    for k in table.kernels:
-        rel = f"src/kernels/{k.symbol}.cpp"
-        (out / rel).parent.mkdir(parents=True, exist_ok=True)
-        (out / rel).write_text(render_kernel(k, name, table.target, model_dtypes[k.index]))
-        written.append(rel)
+    texts = {rel: env.get_template(f"export/xe/{tpl}").render(**ctx) for rel, tpl in files.items()}
+    texts.update(
+        {f"src/kernels/{k.symbol}.cpp": render_kernel(k, name, contexts[k.index]) for k in table.kernels}
+    )
     text = json.dumps(doc, indent=1)
-    (out / "tile_shapes.json").write_text(json.dumps(doc["tile_shapes"], indent=1))
-    (out / "dispatch.json").write_text(text)
-    (out / "python" / name / "dispatch.json").write_text(text)
-    return [*written, "tile_shapes.json", "dispatch.json", f"python/{name}/dispatch.json"]
+    texts.update({"tile_shapes.json": json.dumps(doc["tile_shapes"], indent=1), "dispatch.json": text,
+                  f"python/{name}/dispatch.json": text})  # fmt: skip
+    return write_files(out, texts)
