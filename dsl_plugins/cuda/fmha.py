@@ -33,7 +33,7 @@ from kernelpilot.dsl_plugins.cuda.grouped_gemm import (
 from kernelpilot.errors import InputError, ToolMissingError
 from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram, TileKernelBase
 
-TEMPLATE_VERSION = "1"
+TEMPLATE_VERSION = "2"
 HEAD_DIMS = (32, 64, 128, 256)
 SCHEDULE_TYPES = {
     "tma": "cutlass::gemm::KernelTma",
@@ -101,6 +101,11 @@ def normalize_fmha_config(config: Any, head_dim: int | None = None) -> dict[str,
         if splits not in SPLITS:
             raise ValueError(f"FMHA splits={splits}: split-KV takes {list(SPLITS)} chunks (0 = no split)")
         out["splits"] = splits
+    for knob in ("longest_first", "wg_locked"):
+        if _bool(c.get(knob, False), knob):
+            if schedule == "tma":
+                raise ValueError(f"FMHA {knob}: only the cooperative and pingpong schedules take it")
+            out[knob] = True
     return out
 
 
@@ -110,7 +115,9 @@ def fmha_label(cfg: dict[str, Any]) -> str:
     wg = f"_wg{cfg['warpgroups']}" if cfg.get("warpgroups") else ""
     bps = f"_b{cfg['blocks_per_sm']}" if cfg.get("blocks_per_sm") else ""
     sk = f"_sk{cfg['splits']}" if cfg.get("splits") else ""
-    return f"{cfg['schedule'][:4]}_{t[0]}x{t[1]}x{t[2]}{st}{wg}{bps}{sk}"
+    lf = "_lf" if cfg.get("longest_first") else ""
+    lk = "_lk" if cfg.get("wg_locked") else ""
+    return f"{cfg['schedule'][:4]}_{t[0]}x{t[1]}x{t[2]}{st}{wg}{bps}{sk}{lf}{lk}"
 
 
 def _bool(value: Any, field: str) -> bool:
@@ -215,6 +222,12 @@ def kernel_context(cfg: dict[str, Any], dtype: str, causal: bool) -> dict[str, A
         options.append(f"Option<Tag::kNumMmaWarpGroups, Int<{cfg['warpgroups']}>>")
     if cfg.get("blocks_per_sm"):
         options.append(f"Option<Tag::kBlocksPerSM, Int<{cfg['blocks_per_sm']}>>")
+    if cfg.get("wg_locked"):
+        options.append("Option<Tag::kIsMainloopLocked, true_type>")
+    if cfg.get("longest_first") and not causal:
+        raise ValueError(
+            "FMHA longest_first needs the causal mask (every tile does the same work without it)"
+        )
     return {
         "head_dim": cfg["tile"][2],
         "causal": "true" if causal else "false",
@@ -224,6 +237,8 @@ def kernel_context(cfg: dict[str, Any], dtype: str, causal: bool) -> dict[str, A
         "tile_kv": cfg["tile"][1],
         "schedule_type": SCHEDULE_TYPES[cfg["schedule"]],
         "options": options,
+        "longest_first": bool(cfg.get("longest_first")),
+        "persistent": cfg["schedule"] == "pingpong",
     }
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from kernelpilot.errors import InputError, NoLibraryDefaultError
 from kernelpilot.hw_models.base import (
+    bool_value,
     ceil_div,
     check_problem_dtype,
     choice,
@@ -41,7 +42,18 @@ from kernelpilot.hw_models.sm90.gemm import round_up, swizzle_alignment
 from kernelpilot.hw_models.types import CheckResult, Collector, TileConfig
 
 FA_SCHEDULES = ("tma", "cooperative", "pingpong")
-FA_FIELDS = ("kernel", "dtype", "tile", "schedule", "stages", "warpgroups", "blocks_per_sm", "splits")
+FA_FIELDS = (
+    "kernel",
+    "dtype",
+    "tile",
+    "schedule",
+    "stages",
+    "warpgroups",
+    "blocks_per_sm",
+    "splits",
+    "longest_first",
+    "wg_locked",
+)
 FA_DTYPES = ("bf16", "f16", "e4m3", "e5m2")
 DEFAULT_KV_STAGES = 5
 #: KernelTma (not warp-specialized) defaults to 4 K/V stages: collective/fmha_collective_tma.hpp:63
@@ -95,6 +107,14 @@ class Sm90FmhaConfig(TileConfig):
     blocks_per_sm: int = 0
     #: split-KV chunks (0 = none): decode programs that leave SMs idle
     splits: int = 0
+    #: causal, warp-specialized only: each head's Q tiles start from the last (longest) one, so the
+    #: grid ends on short tiles instead of leaving SMs idle behind one long tile (the project's
+    #: reversed tile scheduler in cpp_templates/cuda/fmha_sm90_kernel.j2)
+    longest_first: bool = False
+    #: warp-specialized only: the MMA warpgroups take turns on the softmax
+    #: (``Option<Tag::kIsMainloopLocked, true_type>``, fmha_collective_tma_warpspecialized.hpp:463/519),
+    #: so one warpgroup's GEMMs overlap another's exp/max work (FlashAttention-3's ping-pong)
+    wg_locked: bool = False
 
     @property
     def mma_warpgroups(self) -> int:
@@ -205,6 +225,10 @@ class Sm90FmhaConfig(TileConfig):
             out["blocks_per_sm"] = self.blocks_per_sm
         if self.splits:
             out["splits"] = self.splits
+        if self.longest_first:
+            out["longest_first"] = True
+        if self.wg_locked:
+            out["wg_locked"] = True
         return out
 
     def label(self) -> str:
@@ -213,7 +237,9 @@ class Sm90FmhaConfig(TileConfig):
         wg = f"_wg{self.warpgroups}" if self.warpgroups else ""
         bps = f"_b{self.blocks_per_sm}" if self.blocks_per_sm else ""
         sk = f"_sk{self.splits}" if self.splits else ""
-        return f"{self.tile[0]}x{self.tile[1]}x{self.tile[2]}_{sched}{st}{wg}{bps}{sk}"
+        lf = "_lf" if self.longest_first else ""
+        lk = "_lk" if self.wg_locked else ""
+        return f"{self.tile[0]}x{self.tile[1]}x{self.tile[2]}_{sched}{st}{wg}{bps}{sk}{lf}{lk}"
 
 
 def parse_fmha(raw: dict[str, Any], kernel: str, where: str) -> Sm90FmhaConfig:
@@ -229,6 +255,8 @@ def parse_fmha(raw: dict[str, Any], kernel: str, where: str) -> Sm90FmhaConfig:
         warpgroups=int_value(raw.get("warpgroups", 0), where, "warpgroups", minimum=0),
         blocks_per_sm=int_value(raw.get("blocks_per_sm", 0), where, "blocks_per_sm", minimum=0),
         splits=int_value(raw.get("splits", 0), where, "splits", minimum=0),
+        longest_first=bool_value(raw.get("longest_first", False), where, "longest_first"),
+        wg_locked=bool_value(raw.get("wg_locked", False), where, "wg_locked"),
     )
 
 
@@ -342,6 +370,26 @@ def check_fmha(cfg: Sm90FmhaConfig, problem: dict[str, Any] | None) -> CheckResu
             "sm90.fa.splits_kind",
             "split-KV is a decode program (fa_decode); prefill grids already fill the GPU",
         )
+    if cfg.schedule == "tma":
+        # KernelTma hard-codes IndividualTileScheduler (kernel/fmha_kernel_tma.hpp:56) and has one MMA
+        # warpgroup, so neither the reversed tile order nor the warpgroup lock applies
+        out.require(
+            not cfg.longest_first,
+            "sm90.fa.longest_first",
+            "longest_first: the KernelTma schedule has a fixed tile scheduler; use cooperative or pingpong",
+        )
+        out.require(
+            not cfg.wg_locked,
+            "sm90.fa.wg_locked",
+            "wg_locked: the KernelTma schedule has one MMA warpgroup, nothing to take turns with",
+        )
+    if problem is not None and cfg.longest_first:
+        # without the mask every Q tile sweeps the same K/V: the order changes nothing but the binary
+        out.require(
+            bool(problem.get("causal")),
+            "sm90.fa.longest_first_causal",
+            "longest_first needs a causal problem (without the mask every Q tile does the same work)",
+        )
     if problem is not None and cfg.splits:
         b, h, _, kv_len = _program_rows(problem)
         if problem.get("causal"):
@@ -403,6 +451,21 @@ def enumerate_fmha(kernel: str, pair: DTypePair, problem: dict[str, Any] | None)
                             split = cfg.model_copy(update={"splits": n})
                             if check_fmha(split, problem).valid:
                                 yield split
+                        for variant in schedule_variants(cfg, problem):
+                            if check_fmha(variant, problem).valid:
+                                yield variant
+
+
+def schedule_variants(cfg: Sm90FmhaConfig, problem: dict[str, Any] | None) -> list[Sm90FmhaConfig]:
+    """Prefill only (decode is bandwidth-bound: the softmax order and tile order change nothing there):
+    the warp-specialized config with the warpgroup lock, and for a causal problem with the longest Q
+    tiles first (alone and with the lock): the knobs that change when work runs, not the tile."""
+    if cfg.schedule == "tma" or cfg.kernel != "fa_prefill":
+        return []
+    updates: list[dict[str, Any]] = [{"wg_locked": True}]
+    if problem is None or problem.get("causal"):
+        updates += [{"longest_first": True}, {"longest_first": True, "wg_locked": True}]
+    return [cfg.model_copy(update=u) for u in updates]
 
 
 def _raises_occupancy(fam: dict[str, int], pair: DTypePair, d: int, kernel: str) -> bool:
@@ -462,7 +525,13 @@ def neighbours_fmha(cfg: Sm90FmhaConfig) -> list[Sm90FmhaConfig]:
         {"tile": (qo // 2, kv, d)},
         {"stages": max(2, cfg.kv_stages - 1)},
         {"stages": cfg.kv_stages + 1},
-    ] + [{"schedule": s, "blocks_per_sm": 0, "warpgroups": 0} for s in FA_SCHEDULES if s != cfg.schedule]
+    ] + [
+        {"schedule": s, "blocks_per_sm": 0, "warpgroups": 0, "longest_first": False, "wg_locked": False}
+        for s in FA_SCHEDULES
+        if s != cfg.schedule
+    ]
+    if cfg.schedule != "tma":
+        cands += [{"longest_first": not cfg.longest_first}, {"wg_locked": not cfg.wg_locked}]
     if cfg.kernel == "fa_decode":
         cands += [{"splits": n} for n in (cfg.splits * 2, cfg.splits // 2 if cfg.splits > 2 else 0, 2)]
     if cfg.schedule == "tma":

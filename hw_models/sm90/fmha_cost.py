@@ -40,6 +40,14 @@ FA_SM_BANDWIDTH_BURST = 3.0
 FA_SCHEDULE_FACTOR = {"tma": 1.0, "cooperative": 1.0, "pingpong": 1.06}
 FA_PINGPONG_NOMASK_FACTOR = 0.92
 FA_PINGPONG_WIDE_FACTOR = 1.64
+#: causal grids in the natural order end on each head's longest Q tile: the last of them runs while
+#: other SMs idle.  Prior (not yet fit to a run): half of one longest tile's sweep is lost; launching
+#: the longest tiles first (``longest_first``) leaves short ones for the end and loses none of it
+FA_CAUSAL_TAIL_FRACTION = 0.5
+#: the warpgroup lock (``wg_locked``) on the softmax-bound part: FlashAttention-3 (Shah et al. 2024,
+#: section 3.1) reports 570 -> 620-660 TFLOP/s at head dim 128 from warpgroup ping-pong; a prior,
+#: discounted to 3 % until an H200 run calibrates it
+FA_WG_LOCK_SOFTMAX_FACTOR = 0.97
 
 
 def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) -> float:
@@ -74,6 +82,8 @@ def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) ->
     if cfg.schedule == "pingpong" and cfg.mma_warpgroups > 2:
         factor = FA_PINGPONG_WIDE_FACTOR
     softmax_s = (FA_SOFTMAX_PS + FA_RESCALE_PS * d / kv) * 1e-12 * factor
+    if cfg.wg_locked:
+        softmax_s *= FA_WG_LOCK_SOFTMAX_FACTOR
     regs = cfg.acc_registers()
     spill = 1.0 + max(0.0, (regs - 128) / 64) * 0.45  # d128 coop 256x64 (192 acc registers) ran 1.45x slower
     throughput = scores * max(mma_s, softmax_s) * spill
@@ -96,4 +106,7 @@ def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) ->
         step = max(throughput * per_sm, chain, step_bytes * per_sm / bw_sm)
         total += steps * step + 1e-6
         left -= wave
+    if causal and not cfg.longest_first:
+        # the last, longest tile sweeps all of K/V at one CTA's speed on its SM
+        total += FA_CAUSAL_TAIL_FRACTION * ceil_div(kv_len, kv) * max(throughput, chain)
     return total + extra

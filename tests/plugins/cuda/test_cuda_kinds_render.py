@@ -158,6 +158,28 @@ def test_fmha_render_substitutes_tile_schedule_mask_and_stages():
     assert prog.target_name == "fa_decode_f16_nomask_tma_64x128x64"
 
 
+@pytest.mark.parametrize("splits", [0, 4])
+def test_fmha_program_times_launches_replayed_from_a_cuda_graph(splits):
+    """The vendor side and the GEMM programs replay their timed calls from a CUDA graph; the FMHA
+    program does too, with every kernel of one launch (split-KV: replicate Q, attention, combine) on
+    the captured stream, and falls back to direct launches when capture fails (reported as graph)."""
+    dec = FmhaKernel("fa_decode")
+    p = dec.validate_problem(
+        {"batch": 4, "num_heads_q": 32, "num_heads_kv": 8, "seq_kv": 32768, "head_dim": 128}, "bf16", "w"
+    )
+    cfg = {"tile": [64, 128, 128], "schedule": "tma", "splits": splits}
+    src = next(iter(dec.render(cfg, p, "sm90").sources.values()))
+    body = src[src.index("static void launch(Runner& r, cudaStream_t s)") :]
+    body = body[: body.index("\n}\n")]
+    assert "r.op.run(s)" in body
+    kernels = [line for line in body.splitlines() if "<<<" in line]
+    assert len(kernels) == (2 if splits else 0) and all(", 0, s>>>(" in k for k in kernels)
+    timed = src[src.index("capture_launches(runners, iters, stream)") :]
+    assert "cudaGraphLaunch(graph_exec, stream)" in timed
+    assert "for (int i = 0; i < iters; ++i) launch(runners[i % buffers], stream);" in timed  # fallback
+    assert '\\"graph\\":%s' in src and "cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal)" in src
+
+
 @pytest.mark.parametrize(
     ("cfg", "words"),
     [
