@@ -1,0 +1,23 @@
+#!/bin/bash
+# One H200 call of the attention / decode / grouped / MoE workloads at the tuner's library defaults:
+# kernelpilot tune with the model proposer and 16 configs per workload (the library default, the
+# default config included), confirmation (3 finalists + the default, 3 rounds, extra rounds when
+# unstable) and the vendor baseline (every PyTorch path, each from a rested GPU), through
+# benchmarks/confirm_h200.py; plus the device-to-device copy bandwidth of the same call.
+# Every program comes prebuilt on a CPU (.kp-prebuilt-b16/cache.tar.xz, benchmarks/README.md); any the
+# cache lacks is built here on 16 cores.  From the repository root, carrying .whl, .kp-cutlass and
+# .kp-prebuilt-b16:
+#   PHASES=fa_prefill,fa_decode BUDGET_S=560 bash benchmarks/kinds_default_h200.sh
+#   PHASES=moe_gemm,grouped_gemm BUDGET_S=560 bash benchmarks/kinds_default_h200.sh
+# Writes into $OUT (6 files): summary.json, run_kinds.json, log.txt, driver.log, hbm_copy.json,
+# nvidia_smi.txt.
+set -o pipefail
+OUT=${OUT:-/tmp/out}
+PHASES=${PHASES:-fa_prefill,fa_decode,moe_gemm,grouped_gemm}
+mkdir -p "$OUT" /tmp/kp_cache
+if [ -f .kp-prebuilt-b16/cache.tar.xz ]; then tar -xJf .kp-prebuilt-b16/cache.tar.xz -C /tmp/kp_cache; fi
+timeout 60 python3 benchmarks/hbm_copy_h200.py --out "$OUT/hbm_copy.json" 2>&1 | tail -1
+BUDGETS=$(echo "$PHASES" | tr ',' '\n' | sed 's/$/=16/' | paste -sd, -)
+BUDGET_S=${BUDGET_S:-560} bash benchmarks/confirm_h200.sh --phases "plan,build,$PHASES" --budget "$BUDGETS" \
+  --cache /tmp/kp_cache 2>&1 | tail -40
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit --format=csv > "$OUT/nvidia_smi.txt"
