@@ -77,33 +77,49 @@ def markdown(rows: list[dict[str, Any]], copy_tbps: float | None) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--summary", required=True, type=Path)
-    ap.add_argument("--runs", required=True, type=Path)
-    ap.add_argument("--copy", type=Path, help="hbm_copy.json of the same call (needed for decode's share)")
+    ap.add_argument("--summary", required=True, type=Path, nargs="+", help="summary.json of each call")
+    ap.add_argument(
+        "--runs", required=True, type=Path, nargs="+", help="run_kinds.json of each call, same order"
+    )
+    ap.add_argument(
+        "--copy",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="hbm_copy.json of each call (needed for decode's share)",
+    )
     ap.add_argument("--out", required=True, type=Path)
     args = ap.parse_args()
-    summary = json.loads(args.summary.read_text())
-    copy_tbps = json.loads(args.copy.read_text())["tbps"] if args.copy else None
-    rows = verdict_rows(summary, json.loads(args.runs.read_text()), copy_tbps)
+    if len(args.runs) != len(args.summary) or (args.copy and len(args.copy) != len(args.summary)):
+        ap.error("give one --runs (and one --copy, if any) per --summary, in the same order")
+    summaries = [json.loads(p.read_text()) for p in args.summary]
+    copies = [json.loads(p.read_text())["tbps"] for p in args.copy] or [None] * len(summaries)
+    rows = []
+    for summary, runs, copy in zip(summaries, args.runs, copies, strict=True):
+        # decode rows are judged against the copy bandwidth of the call that measured them
+        rows += verdict_rows(summary, json.loads(runs.read_text()), copy)
     ratios = [r["vs_vendor"] for r in rows]
+    copy_tbps = copies[0] if len(copies) == 1 else copies
     doc = {
         "what": "per workload: confirmed winner vs the best PyTorch path (the run's vendor comparison); "
         "decode's K/V traffic over time against the device-to-device copy of the same call",
         "command": "python benchmarks/kinds_verdict.py "
         + " ".join(
-            f"--{k} {v}" for k, v in (("summary", args.summary), ("runs", args.runs), ("copy", args.copy))
+            f"--{k} {' '.join(str(p) for p in v)}"
+            for k, v in (("summary", args.summary), ("runs", args.runs), ("copy", args.copy))
+            if v
         ),
-        "source_date": summary.get("date"),
-        "versions": summary.get("versions"),
+        "source_date": summaries[0].get("date"),
+        "versions": summaries[0].get("versions"),
         "copy_tbps": copy_tbps,
         "at_least_vendor": sum(r["at_least_vendor"] for r in rows),
         "workloads": len(rows),
         "geomean_vs_vendor": math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else None,
-        "decode_copy_ok": all(r["copy_ok"] for r in rows if "copy_ok" in r) if copy_tbps else None,
+        "decode_copy_ok": all(r["copy_ok"] for r in rows if "copy_ok" in r) if any(copies) else None,
         "rows": rows,
     }
     args.out.write_text(json.dumps(doc, indent=1) + "\n")
-    print(markdown(rows, copy_tbps))
+    print(markdown(rows, copies[0] if len(copies) == 1 else None))
     print(
         f"\n{doc['at_least_vendor']}/{doc['workloads']} at >= 1.00x; geomean {doc['geomean_vs_vendor']:.3f}"
     )
