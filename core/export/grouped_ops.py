@@ -140,6 +140,15 @@ def build(
             cfg = normalize_gemm_config(e.config)
         except ValueError as exc:
             raise InputError(f"{where}: {exc}", field="best.config") from exc
+        if cfg.get("launch") == "per_group":
+            # the exported operator is one grouped launch: serving the shape with the ptr-array kernel of
+            # the same tile would not be what the run measured, so say so instead
+            raise InputError(
+                f"{where}: the tuned config {config_label(cfg)} launches the dense kernel once per group "
+                "(launch: per_group), which the exported grouped operator does not implement; export a run "
+                "without per-group winners",
+                field="best.config.launch",
+            )
         parsed = model.parse_config({"kernel": e.kind, "dtype": e.model_dtype, **e.config}, where=where)
         res = model.check(parsed, {**e.dims, "dtype": e.model_dtype, "layout": "rc"})
         if not res.valid:

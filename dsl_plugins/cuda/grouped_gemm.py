@@ -48,6 +48,9 @@ MAX_DIM = 1 << 20
 
 # schedule -> (kernel schedule, matching TMA epilogue).  A ping-pong mainloop with the cooperative
 # epilogue compiles and gives wrong results (docs/reference/sm90_h200_measurements.md): the pairing is fixed here.
+#: how a config runs its groups (the sm90 model's ``launch``): one ptr-array grouped kernel, or the dense
+#: kernel launched once per group
+LAUNCHES = ("grouped", "per_group")
 SCHEDULES = {
     "cooperative": (
         "cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative",
@@ -127,22 +130,36 @@ def normalize_gemm_config(config: Any) -> dict[str, Any]:
         raise ValueError(
             "cooperative mainloop needs the cooperative TMA epilogue (MMA_TILE_M must divide EPI_TILE_M)"
         )
-    if str(c.get("tile_scheduler") or "persistent") != "persistent":
+    launch = str(c.get("launch") or "grouped")
+    if launch not in LAUNCHES:
+        raise ValueError(f"launch {launch!r} unknown; allowed: {list(LAUNCHES)}")
+    tile_scheduler = str(c.get("tile_scheduler") or "persistent")
+    if launch == "grouped" and tile_scheduler != "persistent":
         raise ValueError("grouped GEMM has only the group scheduler (no stream-K / split-K)")
+    if launch == "per_group" and tile_scheduler not in ("persistent", "streamk"):
+        raise ValueError(f"tile_scheduler {tile_scheduler!r}; per-group launches take persistent or streamk")
+    if tile_scheduler == "streamk" and schedule != "cooperative":
+        raise ValueError("stream-K needs the cooperative schedule (ping-pong static_asserts against it)")
     stages = c.get("stages") or 0
-    return {
+    out: dict[str, Any] = {
         "tile": tile,
         "cluster": cluster,
         "schedule": schedule,
         "epilogue": epilogue,
         "stages": int(stages),
     }
+    if launch == "per_group":  # written only then: grouped configs keep their rendered source and keys
+        out.update(launch=launch, tile_scheduler=tile_scheduler)
+    return out
 
 
 def config_label(cfg: dict[str, Any]) -> str:
     t, cl = cfg["tile"], cfg["cluster"]
     st = f"_s{cfg['stages']}" if cfg["stages"] else ""
-    return f"{cfg['schedule'][:4]}_{t[0]}x{t[1]}x{t[2]}_c{cl[0]}x{cl[1]}_{cfg['epilogue']}{st}"
+    pg = ""
+    if cfg.get("launch") == "per_group":
+        pg = "_pergroup" + ("_streamk" if cfg.get("tile_scheduler") == "streamk" else "")
+    return f"{cfg['schedule'][:4]}_{t[0]}x{t[1]}x{t[2]}_c{cl[0]}x{cl[1]}_{cfg['epilogue']}{st}{pg}"
 
 
 def c_string(text: str) -> str:
@@ -369,9 +386,22 @@ def kernel_context(cfg: dict[str, Any], dtype: str) -> dict[str, Any]:
     }
 
 
+def per_group_context(cfg: dict[str, Any], dtype: str) -> dict[str, Any]:
+    """The names ``cuda/gemm_sm90_kernel.j2`` renders the dense kernel of a per-group config from
+    (layout rc: A row-major, B an nn.Linear weight)."""
+    from kernelpilot.dsl_plugins.cuda.gemm import render_context
+
+    dense = {k: cfg[k] for k in ("tile", "cluster", "schedule", "epilogue", "stages", "tile_scheduler")}
+    ctx = render_context(dense, dtype, "rc")
+    ctx.pop("template_version")
+    return {**ctx, "cutlass_dtype": DTYPES[dtype]}
+
+
 def render_grouped_program(kind: str, cfg: dict[str, Any], dtype: str) -> RenderedProgram:
     from kernelpilot.dsl_plugins.cuda.gemm import template_env
 
+    per_group = cfg.get("launch") == "per_group"
+    context = per_group_context(cfg, dtype) if per_group else kernel_context(cfg, dtype)
     public = {**cfg, "dtype": dtype}
     source = (
         template_env()
@@ -381,7 +411,8 @@ def render_grouped_program(kind: str, cfg: dict[str, Any], dtype: str) -> Render
             kernel_kind=kind,
             config_json=c_string(json.dumps(public, separators=(",", ":"))),
             rtol=RTOL[dtype],
-            **kernel_context(cfg, dtype),
+            per_group=per_group,
+            **context,
         )
     )
     name = f"{kind}_{dtype}_{config_label(cfg)}"

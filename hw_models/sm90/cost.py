@@ -67,6 +67,14 @@ def sm90_active_ctas(cores: int, cluster_size: int) -> int:
 
 
 def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) -> float:
+    if cfg.launch == "per_group" and cfg.kernel in PTR_ARRAY_KERNELS:
+        # one dense launch per group, back to back on one stream: the sum of the dense estimates
+        dense = cfg.model_copy(update={"kernel": "gemm", "launch": "grouped"})
+        return sum(
+            sm90_time_s(dense, {"M": m, "N": n, "K": k, "dtype": problem.get("dtype")}, device)
+            for m, n, k in gemm_problems(problem, cfg.kernel)
+            if m > 0
+        )
     if cfg.swap_ab:  # the kernel runs D^T = B^T A^T: an N x M x K problem
         problem = {**problem, "M": problem["N"], "N": problem["M"]}
     tm, tn, tk = cfg.tile
@@ -80,7 +88,7 @@ def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) ->
     stages = cfg.stages or auto_stages(cfg)
     eff = SM90_SCHEDULE_EFF[cfg.schedule] * (SM90_TM64_EFF if tm == 64 else 1.0)
     eff *= SM90_FEW_STAGES_EFF.get(stages, 1.0)
-    if cfg.kernel in PTR_ARRAY_KERNELS and cfg.effective_epilogue() == "nosmem":
+    if cfg.ptr_array and cfg.effective_epilogue() == "nosmem":
         eff *= SM90_PTR_ARRAY_NOSMEM_EFF
     per_sm_flops = peak / cores * eff
     per_sm_l2 = SM90_L2_BYTES_PER_S / cores

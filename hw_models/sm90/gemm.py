@@ -50,7 +50,27 @@ PTR_ARRAY_KERNELS = ("grouped_gemm", "moe_gemm")  # moe_gemm runs the ptr-array 
 FA_KERNELS = ("fa_prefill", "fa_decode")
 KERNELS = GEMM_KERNELS + FA_KERNELS
 SUPPORTED_DTYPES = ("bf16", "f16", "tf32", "f32", "e4m3", "e5m2", "s8", "u8")
-FIELDS = ("kernel", "dtype", "tile", "cluster", "schedule", "epilogue", "stages", "tile_scheduler", "swap_ab")
+FIELDS = (
+    "kernel",
+    "dtype",
+    "tile",
+    "cluster",
+    "schedule",
+    "epilogue",
+    "stages",
+    "tile_scheduler",
+    "swap_ab",
+    "launch",
+)
+#: how a grouped / MoE config runs its groups: ``grouped`` = one ptr-array grouped GEMM over all groups
+#: (examples/57_hopper_grouped_gemm); ``per_group`` = the dense sm90 GEMM kernel of the config launched
+#: once per group on one stream (what a ``torch.mm`` loop does with cuBLAS), which brings the dense
+#: kernel's stream-K scheduler and its efficiency on large GEMMs to few large groups
+LAUNCHES = ("grouped", "per_group")
+#: per-group launches: the dense kernel's tiles and schedules the per-group family enumerates (the dense
+#: GEMM's level-1 tiles at 128+ rows, where its recorded H200 runs reached cuBLAS on large shapes)
+ENUM_PER_GROUP_TILE_M = (128, 256)
+ENUM_PER_GROUP_TILE_N = (128, 256)
 
 # Candidate axes for enumeration.  Tiles are the products of the generator's WGMMA shapes
 # (64, {64,128,256}, k) with its SM90_MMA_MULTIPLIERS ({1,2,4}, {1,2}, {4,8})
@@ -138,6 +158,13 @@ class Sm90GemmConfig(TileConfig):
     tile_scheduler: str = "persistent"
     #: compute D^T = B^T A^T: the tile's M runs along the problem's N and its N along the problem's M
     swap_ab: bool = False
+    #: grouped / MoE only: ``grouped`` (one ptr-array kernel) or ``per_group`` (one dense launch per group)
+    launch: str = "grouped"
+
+    @property
+    def ptr_array(self) -> bool:
+        """The CUTLASS ptr-array grouped kernel: a grouped / MoE config launched as one grouped GEMM."""
+        return self.kernel in PTR_ARRAY_KERNELS and self.launch == "grouped"
 
     def as_dict(self) -> dict[str, Any]:
         d = {
@@ -152,6 +179,8 @@ class Sm90GemmConfig(TileConfig):
         }
         if self.swap_ab:  # only when set: keys (store, build cache) of unswapped configs stay as recorded
             d["swap_ab"] = True
+        if self.launch != "grouped":  # likewise: grouped configs keep their recorded keys
+            d["launch"] = self.launch
         return d
 
     def label(self) -> str:
@@ -169,6 +198,8 @@ class Sm90GemmConfig(TileConfig):
             parts.append(self.tile_scheduler)
         if self.swap_ab:
             parts.append("swap")
+        if self.launch == "per_group":
+            parts.append("pergroup")
         return "_".join(parts)
 
     # -- derived quantities ------------------------------------------------------------------------
@@ -275,7 +306,7 @@ def epilogue_smem_bytes(cfg: Sm90GemmConfig, out_bits: int = 16, c_bits: int = 0
     tensors, align, pipeline = epilogue_layout(cfg, out_bits, c_bits)
     if cfg.effective_epilogue() == "nosmem":
         return tensors + pipeline
-    if cfg.kernel in PTR_ARRAY_KERNELS:
+    if cfg.ptr_array:
         # ptr-array TMA epilogue: {tensors; tensormaps (aligned_struct<128>); pipeline}
         # (sm90_epilogue_array_tma_warpspecialized.hpp:233-250)
         tensors = round_up(tensors, TMA_DESCRIPTOR_BYTES) + PTR_ARRAY_EPILOGUE_TENSORMAPS
@@ -290,7 +321,7 @@ def stage_bytes(cfg: Sm90GemmConfig) -> int:
 
 
 def kernel_carveout(cfg: Sm90GemmConfig) -> int:
-    return GROUPED_CARVEOUT if cfg.kernel in PTR_ARRAY_KERNELS else 0
+    return GROUPED_CARVEOUT if cfg.ptr_array else 0
 
 
 def auto_stages(cfg: Sm90GemmConfig) -> int:
@@ -335,7 +366,7 @@ def smem_bytes(cfg: Sm90GemmConfig) -> int:
     pipelines += 2 * BARRIER_BYTES  # LoadWarpOrderBarrier = OrderedSequenceBarrier<1,2>
     if cfg.schedule == "pingpong":
         pipelines += 4 * BARRIER_BYTES  # MathWarpGroupOrderBarrier = OrderedSequenceBarrier<2,2>
-    if cfg.kernel in PTR_ARRAY_KERNELS:
+    if cfg.ptr_array:
         tensors = round_up(round_up(mainloop, epi_align) + epi_tensors, align)
         pipelines += 2 * BARRIER_BYTES * PTR_ARRAY_SCHEDULER_STAGES  # PipelineAsyncSharedStorage<8>
         responses = PTR_ARRAY_SCHEDULER_STAGES * PTR_ARRAY_RESPONSE_BYTES

@@ -36,10 +36,13 @@ from kernelpilot.hw_models.sm90.fmha_cost import fmha_time_s
 from kernelpilot.hw_models.sm90.gemm import (
     ENUM_CLUSTERS,
     ENUM_K_STEPS,
+    ENUM_PER_GROUP_TILE_M,
+    ENUM_PER_GROUP_TILE_N,
     EPILOGUES,
     FA_KERNELS,
     FIELDS,
     KERNELS,
+    LAUNCHES,
     MAX_ACC_REGISTERS,
     PTR_ARRAY_KERNELS,
     SCHEDULES,
@@ -104,6 +107,7 @@ class Sm90Model(TargetModel):
             stages=stages,
             tile_scheduler=tile_scheduler,
             swap_ab=bool_value(raw.get("swap_ab", False), where, "swap_ab"),
+            launch=choice(raw.get("launch", "grouped"), LAUNCHES, where, "launch"),
         )
 
     # -- rules ---------------------------------------------------------------------------------------
@@ -174,7 +178,7 @@ class Sm90Model(TargetModel):
                 "sm90.coop_tile_m",
                 f"cooperative schedule needs tile M % 128 == 0 (two consumer warpgroups of 64 rows), got M={tm}",
             )
-        if cfg.kernel in PTR_ARRAY_KERNELS and cfg.schedule == "ws":
+        if cfg.ptr_array and cfg.schedule == "ws":
             # only KernelPtrArrayTmaWarpSpecialized{Cooperative,Pingpong} exist for ptr-array GEMMs
             # (sm90_gmma_builder.inl:225-230 builder specialization list)
             out.fail(
@@ -211,8 +215,15 @@ class Sm90Model(TargetModel):
                 "sm90.epilogue_pairing",
                 f"{cfg.schedule} mainloop with the TmaWarpSpecializedCooperative epilogue {detail}",
             )
+        if cfg.launch == "per_group":
+            # one dense launch per group: the grouped / MoE kinds only (a plain GEMM has one group)
+            out.require(
+                cfg.kernel in PTR_ARRAY_KERNELS,
+                "sm90.launch",
+                f"launch=per_group runs the groups of a grouped_gemm / moe_gemm problem; {cfg.kernel} has none",
+            )
         if cfg.tile_scheduler == "streamk":
-            if cfg.kernel in PTR_ARRAY_KERNELS:
+            if cfg.ptr_array:
                 # sm90_gemm_array_tma_warpspecialized_cooperative.hpp:130 static_assert: GroupScheduler only
                 out.fail(
                     "sm90.streamk_schedule", f"{cfg.kernel} supports only the group scheduler (no stream-K)"
@@ -365,6 +376,30 @@ class Sm90Model(TargetModel):
                 )
                 if self.check(cfg, problem).valid:
                     yield cfg
+        if kernel in PTR_ARRAY_KERNELS:
+            yield from self._enumerate_per_group(kernel, pair, problem)
+
+    def _enumerate_per_group(
+        self, kernel: str, pair: Any, problem: dict[str, Any] | None
+    ) -> Iterator[Sm90GemmConfig]:
+        """The per-group launch family: the dense kernel's large tiles, cooperative (persistent or
+        stream-K) and ping-pong, over the enumerated clusters."""
+        kk = wgmma_k(pair)
+        variants = (("cooperative", "persistent"), ("cooperative", "streamk"), ("pingpong", "persistent"))
+        for tm, tn, steps, (schedule, scheduler), cluster in product(
+            ENUM_PER_GROUP_TILE_M, ENUM_PER_GROUP_TILE_N, ENUM_K_STEPS, variants, ENUM_CLUSTERS
+        ):
+            cfg = Sm90GemmConfig(
+                kernel=kernel,
+                dtype=pair,
+                tile=(tm, tn, kk * steps),
+                cluster=cluster,
+                schedule=schedule,
+                tile_scheduler=scheduler,
+                launch="per_group",
+            )
+            if self.check(cfg, problem).valid:
+                yield cfg
 
     def _default_config(
         self, kernel: str, dtype: Any, problem: dict[str, Any] | None = None
@@ -411,6 +446,9 @@ class Sm90Model(TargetModel):
             if epi != cfg.epilogue:
                 cands.append({"epilogue": epi})
         cands.append({"tile_scheduler": "streamk" if cfg.tile_scheduler == "persistent" else "persistent"})
+        if cfg.kernel in PTR_ARRAY_KERNELS:  # the other launch of the same tile (the group scheduler only)
+            other = "per_group" if cfg.launch == "grouped" else "grouped"
+            cands.append({"launch": other, "tile_scheduler": "persistent"})
         copies: list[Sm90GemmConfig] = []
         for change in cands:
             if any(isinstance(v, tuple) and min(v) < 1 for v in change.values()):

@@ -738,6 +738,26 @@ def test_split_kv_winner_is_refused_by_name() -> None:
     assert err.value.field == "best.config.splits"
 
 
+def test_per_group_winner_is_refused_by_name() -> None:
+    """The exported grouped operator is one ptr-array launch, so a per-group winner (the dense kernel
+    launched once per group) is an input error naming the field, not the grouped kernel of its tile."""
+    from kernelpilot.errors import InputError
+    from kernelpilot.export.grouped_ops import build
+    from kernelpilot.export.runs import TunedEntry
+    from kernelpilot.targets import get_target_model
+
+    groups = [[m, 4096, 14336] for m in (1035, 1044, 1011, 1000)]
+    config = {"kernel": "grouped_gemm", "dtype": "bf16", "tile": [128, 256, 64], "cluster": [1, 1],
+              "schedule": "cooperative", "tile_scheduler": "streamk", "launch": "per_group"}  # fmt: skip
+    entry = TunedEntry(kind="grouped_gemm", dtype="bf16", layout="rc", dims={"groups": groups}, config=config,
+                       label="128x256x64_c1x1_coop_streamk_pergroup", runtime={}, time_ms=1.5,
+                       time_source="confirmed", origin={"run": "run.json", "workload": "mixtral_down"},
+                       raw_dtype="bf16")  # fmt: skip
+    with pytest.raises(InputError, match="per_group") as err:
+        build([entry], get_target_model("sm90"))
+    assert err.value.field == "best.config.launch"
+
+
 def test_store_export_of_the_kinds(tmp_path):
     """A results store holding grouped and attention measurements (the tuner's normalized problems, as
     `kernelpilot tune --store` records them) exports the same operators; search-time numbers only."""
