@@ -24,15 +24,9 @@ from kernelpilot.hw_models.catalogue import Device
 from kernelpilot.hw_models.dtypes import DTYPE_BITS, FLOAT8, parse_dtype
 from kernelpilot.hw_models.problems import gemm_problems, problem_layout
 from kernelpilot.hw_models.sm90.cost import sm90_time_s
-from kernelpilot.hw_models.sm90.fmha import (
-    Sm90FmhaConfig,
-    check_fmha,
-    default_fmha,
-    enumerate_fmha,
-    neighbours_fmha,
-    parse_fmha,
-)
+from kernelpilot.hw_models.sm90.fmha import Sm90FmhaConfig, check_fmha, parse_fmha
 from kernelpilot.hw_models.sm90.fmha_cost import fmha_time_s
+from kernelpilot.hw_models.sm90.fmha_space import default_fmha, enumerate_fmha, neighbours_fmha
 from kernelpilot.hw_models.sm90.gemm import (
     ENUM_CLUSTERS,
     ENUM_K_STEPS,
