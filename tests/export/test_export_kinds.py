@@ -738,10 +738,10 @@ def test_split_kv_winner_is_refused_by_name() -> None:
     assert err.value.field == "best.config.splits"
 
 
-def test_per_group_winner_is_refused_by_name() -> None:
-    """The exported grouped operator is one ptr-array launch, so a per-group winner (the dense kernel
-    launched once per group) is an input error naming the field, not the grouped kernel of its tile."""
-    from kernelpilot.errors import InputError
+def test_per_group_winner_is_served_by_the_vendor_op_with_the_reason() -> None:
+    """The exported grouped operator is one ptr-array launch, so a shape whose winner is a per-group
+    config (the dense kernel launched once per group) is routed to the vendor op, and the row says why,
+    rather than the grouped kernel of its tile running under the tuned config's name."""
     from kernelpilot.export.grouped_ops import build
     from kernelpilot.export.runs import TunedEntry
     from kernelpilot.targets import get_target_model
@@ -752,10 +752,10 @@ def test_per_group_winner_is_refused_by_name() -> None:
     entry = TunedEntry(kind="grouped_gemm", dtype="bf16", layout="rc", dims={"groups": groups}, config=config,
                        label="128x256x64_c1x1_coop_streamk_pergroup", runtime={}, time_ms=1.5,
                        time_source="confirmed", origin={"run": "run.json", "workload": "mixtral_down"},
-                       raw_dtype="bf16")  # fmt: skip
-    with pytest.raises(InputError, match="per_group") as err:
-        build([entry], get_target_model("sm90"))
-    assert err.value.field == "best.config.launch"
+                       raw_dtype="bf16", vendor_ms=1.6, vendor_ratio=1.6 / 1.5)  # fmt: skip
+    table = build([entry], get_target_model("sm90"))
+    (row,) = table.rows
+    assert row.kernel is None and "launch: per_group" in row.vendor_reason and not table.kernels
 
 
 def test_store_export_of_the_kinds(tmp_path):
