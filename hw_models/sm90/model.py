@@ -440,9 +440,14 @@ class Sm90Model(TargetModel):
             if epi != cfg.epilogue:
                 cands.append({"epilogue": epi})
         cands.append({"tile_scheduler": "streamk" if cfg.tile_scheduler == "persistent" else "persistent"})
-        if cfg.kernel in PTR_ARRAY_KERNELS:  # the other launch of the same tile (the group scheduler only)
-            other = "per_group" if cfg.launch == "grouped" else "grouped"
-            cands.append({"launch": other, "tile_scheduler": "persistent"})
+        if cfg.kernel in PTR_ARRAY_KERNELS:  # the other launch of the same tile
+            if cfg.launch == "grouped":
+                # per group, both schedulers: stream-K balances a group's partial wave (Mixtral's experts
+                # on the H200: 1.41 ms with stream-K, 1.73 persistent, benchmarks/results/
+                # kinds_default_h200_attention_call.json)
+                cands += [{"launch": "per_group", "tile_scheduler": ts} for ts in ("streamk", "persistent")]
+            else:
+                cands.append({"launch": "grouped", "tile_scheduler": "persistent"})
         copies: list[Sm90GemmConfig] = []
         for change in cands:
             if any(isinstance(v, tuple) and min(v) < 1 for v in change.values()):

@@ -69,8 +69,8 @@ def test_enumeration_offers_the_family_for_grouped_kinds_only_and_only_legal_con
 
 
 def test_neighbours_switch_the_launch_of_the_same_tile():
-    grouped = cfg()
-    assert cfg(launch="per_group") in SM90.neighbours(grouped)
+    near = SM90.neighbours(cfg())
+    assert cfg(launch="per_group") in near and cfg(launch="per_group", tile_scheduler="streamk") in near
     back = SM90.neighbours(cfg(launch="per_group", tile_scheduler="streamk"))
     assert cfg() in back
 
