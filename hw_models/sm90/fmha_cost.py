@@ -41,13 +41,16 @@ FA_SCHEDULE_FACTOR = {"tma": 1.0, "cooperative": 1.0, "pingpong": 1.06}
 FA_PINGPONG_NOMASK_FACTOR = 0.92
 FA_PINGPONG_WIDE_FACTOR = 1.64
 #: causal grids in the natural order end on each head's longest Q tile: the last of them runs while
-#: other SMs idle.  Prior (not yet fit to a run): half of one longest tile's sweep is lost; launching
-#: the longest tiles first (``longest_first``) leaves short ones for the end and loses none of it
-FA_CAUSAL_TAIL_FRACTION = 0.5
+#: other SMs idle; launching the longest tiles first (``longest_first``) leaves short ones for the end.
+#: Share of one longest tile's sweep lost, fit to the library-default H200 run, where longest_first was
+#: 0.6 / 0.5 / 1.0 % faster than the plain tile on the Qwen3-32B / gpt-oss-20b / Gemma-3 prefills in the
+#: same confirmation rounds (benchmarks/results/kinds_default_h200_attention_run_kinds.json; the first
+#: prior, 0.5, predicted 1.5 / 1.5 / 10.6 %)
+FA_CAUSAL_TAIL_FRACTION = 0.15
 #: the warpgroup lock (``wg_locked``) on the softmax-bound part: FlashAttention-3 (Shah et al. 2024,
-#: section 3.1) reports 570 -> 620-660 TFLOP/s at head dim 128 from warpgroup ping-pong; a prior,
-#: discounted to 3 % until an H200 run calibrates it
-FA_WG_LOCK_SOFTMAX_FACTOR = 0.97
+#: section 3.1) reports gains from warpgroup ping-pong, but with example 88's collective the lock measured
+#: no gain on the H200 (0.7-0.9 % slower with it, same run): no predicted effect
+FA_WG_LOCK_SOFTMAX_FACTOR = 1.0
 
 
 def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) -> float:

@@ -75,19 +75,16 @@ def test_knobs_are_parsed_labelled_and_written_only_when_set() -> None:
         fa((128, 128, 64), wg_locked="sometimes")
 
 
-def test_enumeration_offers_the_knobs_for_prefill_only_and_only_legal_ones() -> None:
+def test_enumeration_offers_longest_first_for_causal_prefill_only_and_only_legal_configs() -> None:
     causal = list(SM90.enumerate("fa_prefill", "bf16", PREFILL_D64))
     labels = {c.label() for c in causal}
-    assert {
-        "128x128x64_coop_lf",
-        "128x128x64_coop_lk",
-        "128x128x64_coop_lf_lk",
-        "128x128x64_pp_lf_lk",
-    } <= labels
+    assert {"128x128x64_coop_lf", "128x128x64_pp_lf", "128x128x64_coop"} <= labels
     assert all(SM90.check(c, PREFILL_D64).valid for c in causal)
-    assert not any(c.schedule == "tma" and (c.longest_first or c.wg_locked) for c in causal)
+    assert not any(c.schedule == "tma" and c.longest_first for c in causal)
+    # the lock measured no gain on the H200: not enumerated (neighbours still reach it)
+    assert not any(c.wg_locked for c in causal)
     nomask = list(SM90.enumerate("fa_prefill", "bf16", PREFILL_NOMASK))
-    assert any(c.wg_locked for c in nomask) and not any(c.longest_first for c in nomask)
+    assert nomask and not any(c.longest_first or c.wg_locked for c in nomask)
     decode = list(SM90.enumerate("fa_decode", "bf16", DECODE_D128))
     assert decode and not any(c.longest_first or c.wg_locked for c in decode)
 
@@ -141,16 +138,13 @@ def test_the_program_side_refuses_what_the_model_refuses() -> None:
     )
 
 
-def test_cost_model_ranks_each_knob_ahead_of_its_base_where_it_can_help() -> None:
+def test_cost_model_is_fit_to_the_measured_knob_effects() -> None:
+    """longest_first: 0.5-1.0 % faster in the H200 run's confirmation, so the model predicts a small gain
+    on causal grids and none without the mask; wg_locked: no measured gain, no predicted effect."""
     base = fa((128, 128, 64))
     t = fmha_time_s(base, PREFILL_D64, H200)
     lf = fmha_time_s(fa((128, 128, 64), longest_first=True), PREFILL_D64, H200)
     lk = fmha_time_s(fa((128, 128, 64), wg_locked=True), PREFILL_D64, H200)
-    both = fmha_time_s(fa((128, 128, 64), longest_first=True, wg_locked=True), PREFILL_D64, H200)
-    assert both < min(lf, lk) and max(lf, lk) < t
-    # the causal tail is a small part of the grid (under 5 %), the lock at most its softmax prior
-    assert 0.95 < lf / t < 1.0
-    assert FA_WG_LOCK_SOFTMAX_FACTOR <= lk / t < 1.0
-    # without the mask there is no tail to remove
+    assert 0.99 < lf / t < 1.0 and FA_WG_LOCK_SOFTMAX_FACTOR == 1.0 and lk == pytest.approx(t)
     nomask = fmha_time_s(base, PREFILL_NOMASK, H200)
-    assert fmha_time_s(fa((128, 128, 64), wg_locked=True), PREFILL_NOMASK, H200) <= nomask
+    assert fmha_time_s(fa((128, 128, 64), wg_locked=True), PREFILL_NOMASK, H200) == pytest.approx(nomask)
