@@ -46,11 +46,11 @@ NVCC_FLAGS = (
 MAX_GROUPS = 4096
 MAX_DIM = 1 << 20
 
-# schedule -> (kernel schedule, matching TMA epilogue).  A ping-pong mainloop with the cooperative
-# epilogue compiles and gives wrong results (docs/reference/sm90_h200_measurements.md): the pairing is fixed here.
 #: how a config runs its groups (the sm90 model's ``launch``): one ptr-array grouped kernel, or the dense
 #: kernel launched once per group
 LAUNCHES = ("grouped", "per_group")
+# schedule -> (kernel schedule, matching TMA epilogue).  A ping-pong mainloop with the cooperative
+# epilogue compiles and gives wrong results (docs/reference/sm90_h200_measurements.md): the pairing is fixed here.
 SCHEDULES = {
     "cooperative": (
         "cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative",

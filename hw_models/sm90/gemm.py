@@ -130,18 +130,27 @@ def enum_tile_n(kernel: str, problem: dict[str, Any] | None) -> tuple[int, ...]:
     return ENUM_TILE_N
 
 
-def enum_families(
-    kernel: str, pair: DTypePair, problem: dict[str, Any] | None
-) -> list[tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...], bool]]:
-    """``(tile Ms, tile Ns, schedules, swap_ab)`` of each family the space enumerates: the generator's
-    tiles, and for a tiny-M 16-bit GEMM the swap-AB family, whose tile M (64/128) runs along the
-    problem's N and whose tile N is one of the two smallest WGMMA N in (16, 32, 64) that hold M."""
+#: a family's schedules with the tile scheduler each runs with: ``(schedule, tile_scheduler)`` pairs
+Family = tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[str, str], ...], bool, str]
+
+
+def enum_families(kernel: str, pair: DTypePair, problem: dict[str, Any] | None) -> list[Family]:
+    """``(tile Ms, tile Ns, (schedule, tile scheduler) pairs, swap_ab, launch)`` of each family the space
+    enumerates: the generator's tiles; for a tiny-M 16-bit GEMM the swap-AB family, whose tile M (64/128)
+    runs along the problem's N and whose tile N is one of the two smallest WGMMA N in (16, 32, 64) that
+    hold M; for grouped / MoE problems the per-group launch family (the dense kernel's large tiles,
+    cooperative persistent or stream-K, and ping-pong)."""
     schedules = ("cooperative", "pingpong") if kernel in PTR_ARRAY_KERNELS else SCHEDULES
-    families = [(ENUM_TILE_M, enum_tile_n(kernel, problem), schedules, False)]
+    persistent = tuple((s, "persistent") for s in schedules)
+    families: list[Family] = [(ENUM_TILE_M, enum_tile_n(kernel, problem), persistent, False, "grouped")]
     m = problem_m(problem)
     if kernel == "gemm" and 0 < m <= SWAP_AB_M_MAX and pair.max_bits == 16:
         swap_ns = tuple(t for t in ENUM_SWAP_TILE_N if t >= m)[:2]
-        families.append((ENUM_SWAP_TILE_M, swap_ns, ("cooperative", "pingpong"), True))
+        swap = (("cooperative", "persistent"), ("pingpong", "persistent"))
+        families.append((ENUM_SWAP_TILE_M, swap_ns, swap, True, "grouped"))
+    if kernel in PTR_ARRAY_KERNELS:
+        per_group = (("cooperative", "persistent"), ("cooperative", "streamk"), ("pingpong", "persistent"))
+        families.append((ENUM_PER_GROUP_TILE_M, ENUM_PER_GROUP_TILE_N, per_group, False, "per_group"))
     return families
 
 

@@ -30,8 +30,6 @@ from kernelpilot.hw_models.sm90.fmha_space import default_fmha, enumerate_fmha, 
 from kernelpilot.hw_models.sm90.gemm import (
     ENUM_CLUSTERS,
     ENUM_K_STEPS,
-    ENUM_PER_GROUP_TILE_M,
-    ENUM_PER_GROUP_TILE_N,
     EPILOGUES,
     FA_KERNELS,
     FIELDS,
@@ -353,8 +351,8 @@ class Sm90Model(TargetModel):
             yield from enumerate_fmha(kernel, pair, problem)
             return
         kk = wgmma_k(pair)
-        for tile_ms, tile_ns, schedules, swap_ab in enum_families(kernel, pair, problem):
-            for tm, tn, steps, schedule, cluster in product(
+        for tile_ms, tile_ns, schedules, swap_ab, launch in enum_families(kernel, pair, problem):
+            for tm, tn, steps, (schedule, tile_scheduler), cluster in product(
                 tile_ms, tile_ns, ENUM_K_STEPS, schedules, ENUM_CLUSTERS
             ):
                 # ws is a baseline: the generator's default K multiplier only, and no 2x2 clusters
@@ -366,34 +364,12 @@ class Sm90Model(TargetModel):
                     tile=(tm, tn, kk * steps),
                     cluster=cluster,
                     schedule=schedule,
+                    tile_scheduler=tile_scheduler,
                     swap_ab=swap_ab,
+                    launch=launch,
                 )
                 if self.check(cfg, problem).valid:
                     yield cfg
-        if kernel in PTR_ARRAY_KERNELS:
-            yield from self._enumerate_per_group(kernel, pair, problem)
-
-    def _enumerate_per_group(
-        self, kernel: str, pair: Any, problem: dict[str, Any] | None
-    ) -> Iterator[Sm90GemmConfig]:
-        """The per-group launch family: the dense kernel's large tiles, cooperative (persistent or
-        stream-K) and ping-pong, over the enumerated clusters."""
-        kk = wgmma_k(pair)
-        variants = (("cooperative", "persistent"), ("cooperative", "streamk"), ("pingpong", "persistent"))
-        for tm, tn, steps, (schedule, scheduler), cluster in product(
-            ENUM_PER_GROUP_TILE_M, ENUM_PER_GROUP_TILE_N, ENUM_K_STEPS, variants, ENUM_CLUSTERS
-        ):
-            cfg = Sm90GemmConfig(
-                kernel=kernel,
-                dtype=pair,
-                tile=(tm, tn, kk * steps),
-                cluster=cluster,
-                schedule=schedule,
-                tile_scheduler=scheduler,
-                launch="per_group",
-            )
-            if self.check(cfg, problem).valid:
-                yield cfg
 
     def _default_config(
         self, kernel: str, dtype: Any, problem: dict[str, Any] | None = None

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
+from tests.support.xe_runs import bmg_gemm_workload, write_bmg_run
 
 SHAPES = [(4096, 4096, 4096), (512, 14336, 4096), (8, 4096, 4096)]
 
@@ -29,16 +30,9 @@ def _xe_run(tmp: Path) -> Path:
     for i, (m, n, k) in enumerate(SHAPES):
         problem = {"M": m, "N": n, "K": k, "layout": "rr", "dtype": "bf16"}
         cfg = list(model.enumerate("gemm", "bf16", problem))[3 * i]
-        workloads.append({
-            "name": f"w{i}", "kernel": "gemm", "dims": {"M": m, "N": n, "K": k, "layout": "rr"}, "dtype": "bf16",
-            "target": "bmg", "best": {"config": cfg.as_dict(), "label": cfg.label(), "time_ms": 1.0 + i,
-                                      "runtime": {"mode": "dp", "splits": 1} if i == 0 else {}},
-        })  # fmt: skip
-    path = tmp / "xe_run.json"
-    path.write_text(
-        json.dumps({"target": "bmg", "device": "bmg", "run_id": "synthetic", "workloads": workloads})
-    )
-    return path
+        runtime = {"mode": "dp", "splits": 1} if i == 0 else {}
+        workloads.append(bmg_gemm_workload(i, (m, n, k), "rr", "bf16", cfg.as_dict(), cfg.label(), runtime))
+    return write_bmg_run(tmp, workloads)
 
 
 @pytest.fixture(scope="module")

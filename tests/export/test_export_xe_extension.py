@@ -34,6 +34,7 @@ import pytest
 
 from kernelpilot.dsl_plugins.sycl import programs
 from tests.conftest import run_cli
+from tests.support.xe_runs import bmg_gemm_workload, write_bmg_run
 
 NAME = "kpxe"
 #: (M, N, K, dtype, layout, config overrides, runtime): default, stream-K, split-K and an rc f16 kernel
@@ -48,18 +49,12 @@ CASES = [
 
 
 def _run_doc(tmp: Path) -> Path:
-    workloads = []
-    for i, (m, n, k, dtype, layout, cfg, runtime) in enumerate(CASES):
-        config = {"kernel": "gemm", "dtype": dtype, "schedule": "default", **cfg}
-        workloads.append({
-            "name": f"w{i}", "kernel": "gemm", "dims": {"M": m, "N": n, "K": k, "layout": layout}, "dtype": dtype,
-            "target": "bmg", "best": {"config": config, "label": f"c{i}", "time_ms": 1.0 + i, "runtime": runtime},
-        })  # fmt: skip
-    path = tmp / "xe_run.json"
-    path.write_text(
-        json.dumps({"target": "bmg", "device": "bmg", "run_id": "synthetic", "workloads": workloads})
-    )
-    return path
+    workloads = [
+        bmg_gemm_workload(i, (m, n, k), layout, dtype, {"kernel": "gemm", "dtype": dtype, "schedule": "default", **cfg},
+                          f"c{i}", runtime)
+        for i, (m, n, k, dtype, layout, cfg, runtime) in enumerate(CASES)
+    ]  # fmt: skip
+    return write_bmg_run(tmp, workloads)
 
 
 @pytest.fixture(scope="module")

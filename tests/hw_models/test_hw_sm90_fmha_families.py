@@ -24,24 +24,8 @@ from kernelpilot.hw_models.sm90.fmha import (
     SM_SMEM_BYTES,
     SMEM_PER_BLOCK_RESERVED,
 )
-from kernelpilot.targets import get_target_model
 from tests.support import REPO
-
-SM90 = get_target_model("sm90")
-PREFILL_D64 = {
-    "batch": 4,
-    "num_heads_q": 64,
-    "num_heads_kv": 8,
-    "seq_qo": 4096,
-    "seq_kv": 4096,
-    "head_dim": 64,
-    "causal": True,
-    "dtype": "bf16",
-}
-
-
-def fa(tile, schedule="cooperative", kernel="fa_prefill", **extra):
-    return SM90.parse_config({"kernel": kernel, "tile": list(tile), "schedule": schedule, **extra})
+from tests.support.sm90_fmha import PREFILL_D64, SM90, fa
 
 
 def test_register_shares_follow_the_kernels_formulas() -> None:

@@ -15,20 +15,9 @@ import pytest
 from kernelpilot.dsl_plugins.cuda.fmha import FmhaKernel, kernel_context, normalize_fmha_config
 from kernelpilot.hw_models.catalogue import get_device
 from kernelpilot.hw_models.sm90.fmha_cost import FA_WG_LOCK_SOFTMAX_FACTOR, fmha_time_s
-from kernelpilot.targets import get_target_model
+from tests.support.sm90_fmha import PREFILL_D64, SM90, fa
 
-SM90 = get_target_model("sm90")
 H200 = get_device("h200")
-PREFILL_D64 = {
-    "batch": 4,
-    "num_heads_q": 64,
-    "num_heads_kv": 8,
-    "seq_qo": 4096,
-    "seq_kv": 4096,
-    "head_dim": 64,
-    "causal": True,
-    "dtype": "bf16",
-}
 PREFILL_NOMASK = {**PREFILL_D64, "causal": False}
 DECODE_D128 = {
     "batch": 64,
@@ -42,27 +31,19 @@ DECODE_D128 = {
 }
 
 
-def fa(tile, schedule="cooperative", kernel="fa_prefill", **extra):
-    return SM90.parse_config({"kernel": kernel, "tile": list(tile), "schedule": schedule, **extra})
-
-
-def violations(cfg, problem=None) -> set[str]:
-    return {v.rule for v in SM90.check(cfg, problem).violations}
-
-
 @pytest.mark.parametrize("knob", ["longest_first", "wg_locked"])
 def test_the_tma_schedule_takes_neither_knob(knob: str) -> None:
-    assert f"sm90.fa.{knob}" in violations(fa((64, 128, 64), "tma", **{knob: True}))
+    assert f"sm90.fa.{knob}" in SM90.check(fa((64, 128, 64), "tma", **{knob: True})).rules()
     for schedule in ("cooperative", "pingpong"):
-        assert not violations(fa((128, 128, 64), schedule, **{knob: True}), PREFILL_D64)
+        assert not SM90.check(fa((128, 128, 64), schedule, **{knob: True}), PREFILL_D64).rules()
 
 
 def test_longest_first_needs_the_causal_mask() -> None:
     cfg = fa((128, 128, 64), longest_first=True)
-    assert "sm90.fa.longest_first_causal" in violations(cfg, PREFILL_NOMASK)
-    assert not violations(cfg, PREFILL_D64)
+    assert "sm90.fa.longest_first_causal" in SM90.check(cfg, PREFILL_NOMASK).rules()
+    assert not SM90.check(cfg, PREFILL_D64).rules()
     # the lock is legal without the mask
-    assert not violations(fa((128, 128, 64), wg_locked=True), PREFILL_NOMASK)
+    assert not SM90.check(fa((128, 128, 64), wg_locked=True), PREFILL_NOMASK).rules()
 
 
 def test_knobs_are_parsed_labelled_and_written_only_when_set() -> None:

@@ -29,10 +29,6 @@ def cfg(kernel="grouped_gemm", **extra):
     return SM90.parse_config({"kernel": kernel, "tile": [128, 256, 64], "schedule": "cooperative", **extra})
 
 
-def rules(c, problem=None) -> set[str]:
-    return {v.rule for v in SM90.check(c, problem).violations}
-
-
 def test_per_group_is_written_only_when_set_and_labelled():
     pg = cfg(launch="per_group", tile_scheduler="streamk")
     assert pg.as_dict()["launch"] == "per_group" and pg.label() == "128x256x64_c1x1_coop_streamk_pergroup"
@@ -43,17 +39,17 @@ def test_per_group_is_written_only_when_set_and_labelled():
 
 def test_rules_are_the_dense_kernels_for_per_group_launches():
     # a plain GEMM has one group: nothing to launch per group
-    assert "sm90.launch" in rules(cfg(kernel="gemm", launch="per_group"))
+    assert "sm90.launch" in SM90.check(cfg(kernel="gemm", launch="per_group")).rules()
     # stream-K: refused for the group scheduler, legal for the dense kernel (cooperative only)
-    assert "sm90.streamk_schedule" in rules(cfg(tile_scheduler="streamk"))
-    assert not rules(cfg(launch="per_group", tile_scheduler="streamk"), FEW_LARGE)
+    assert "sm90.streamk_schedule" in SM90.check(cfg(tile_scheduler="streamk")).rules()
+    assert not SM90.check(cfg(launch="per_group", tile_scheduler="streamk"), FEW_LARGE).rules()
     pp = SM90.parse_config({"kernel": "grouped_gemm", "tile": [128, 128, 64], "schedule": "pingpong",
                             "tile_scheduler": "streamk", "launch": "per_group"})  # fmt: skip
-    assert "sm90.streamk_schedule" in rules(pp)
+    assert "sm90.streamk_schedule" in SM90.check(pp).rules()
     # the non-persistent ws schedule has no ptr-array kernel, but the dense kernel has one
     ws = {"kernel": "grouped_gemm", "tile": [128, 128, 64], "schedule": "ws"}
-    assert "sm90.grouped_schedule" in rules(SM90.parse_config(ws))
-    assert "sm90.grouped_schedule" not in rules(SM90.parse_config({**ws, "launch": "per_group"}))
+    assert "sm90.grouped_schedule" in SM90.check(SM90.parse_config(ws)).rules()
+    assert "sm90.grouped_schedule" not in SM90.check(SM90.parse_config({**ws, "launch": "per_group"})).rules()
     # no ptr-array carve-out (tensormaps, scheduler responses): at least as many mainloop stages
     assert auto_stages(cfg(launch="per_group")) >= auto_stages(cfg())
 
