@@ -15,7 +15,8 @@ CUTLASS headers: ``--cutlass``, else ``CUTLASS_DIR``, ``./.deps/cutlass`` or an 
 ``nvidia-cutlass`` wheel (``kernelpilot.toolchain.find_headers``).
 
 ``--reuse`` parses logs already in ``--workdir`` (built by an earlier run with the same command)
-instead of compiling again; a config without a log is built.
+instead of compiling again; a config without a log is built.  ``--merge`` (with ``--only``) keeps the
+other rows of an existing ``--out`` record and adds this run's command to its ``commands``.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ CONFIGS = {
     # (D bytes + 16 B per D stage) predicted 15 and 37 stages, the exact layout 14 and 36
     "c128x96x32_coop": {"tile": [128, 96, 32], "cluster": [1, 1], "schedule": "cooperative"},
     "c64x32x32_pp": {"tile": [64, 32, 32], "cluster": [1, 1], "schedule": "pingpong"},
+    # the accumulator limit (sm90.acc_registers): 192 fp32 registers per MMA thread in each schedule
+    "c256x192x64_coop": {"tile": [256, 192, 64], "cluster": [1, 1], "schedule": "cooperative"},
+    "c128x192x64_pp": {"tile": [128, 192, 64], "cluster": [1, 1], "schedule": "pingpong"},
+    "c128x192x64_ws": {"tile": [128, 192, 64], "cluster": [1, 1], "schedule": "ws"},
 }
 # nvcc's -O sets the HOST optimisation level only; device code is optimised by ptxas at its default -O3
 # either way, so registers and spills are those of the production build (dsl_plugins/cuda/gemm.py
@@ -126,6 +131,7 @@ def main() -> int:
         "--out", type=Path, default=REPO / "benchmarks" / "results" / "hw_models_sm90_compile_check.json"
     )
     add_build_flags(ap)
+    ap.add_argument("--merge", action="store_true", help="keep the other rows of an existing --out record")
     args = ap.parse_args()
     tree = find_cutlass(args.cutlass)
     cutlass = tree.include.parent
@@ -165,17 +171,25 @@ def main() -> int:
             }
         )
         print(json.dumps(rows[-1]))
+    dest = args.out
+    this_command = "python benchmarks/hw_models_sm90_compile_check.py " + " ".join(sys.argv[1:])
+    commands = [this_command]
+    if args.merge and dest.exists():
+        old = json.loads(dest.read_text())
+        rerun = {r["name"] for r in rows}
+        rows = [r for r in old["results"] if r["name"] not in rerun] + rows
+        commands = [*old.get("commands", [old["command"]]), this_command]
     out = {
         "what": "sm90 configs accepted by the hardware model, compiled locally for sm_90a (no GPU run)",
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "host": "CPU build machine (2 cores), no GPU",
         "nvcc": tool_version("nvcc"),
         "cutlass": f"CUTLASS {tree.version} headers (found via {tree.source})",
-        "command": "python benchmarks/hw_models_sm90_compile_check.py " + " ".join(sys.argv[1:]),
+        "command": this_command,
+        "commands": commands,
         "nvcc_command": " ".join(command("<name>", "$CUTLASS_DIR", args.lock)),
         "results": rows,
     }
-    dest = args.out
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {dest}")

@@ -39,8 +39,9 @@ PTR_ARRAY_RESPONSE_BYTES = 16
 #: (sm90_epilogue_array_tma_warpspecialized.hpp:243-246, epilogue/dispatch_policy.hpp:59-60)
 TMA_DESCRIPTOR_BYTES = 128
 PTR_ARRAY_EPILOGUE_TENSORMAPS = (1 + 2) * TMA_DESCRIPTOR_BYTES
-#: fp32 accumulator registers per MMA thread above which ptxas spills (measured: docs/reference/sm90_h200_measurements.md#accumulator-register-spills)
-MAX_ACC_REGISTERS = 128
+#: fp32 accumulator registers per MMA thread above which ptxas spills (ptxas -v of the GEMM and ptr-array
+#: programs: 192 compile without spills, 224 and 256 spill; docs/reference/sm90_h200_measurements.md#accumulator-register-spills)
+MAX_ACC_REGISTERS = 192
 
 SCHEDULES = ("cooperative", "pingpong", "ws")
 EPILOGUES = ("tma", "nosmem", "tma_coop", "tma_ws")
@@ -68,9 +69,11 @@ FIELDS = (
 #: kernel's stream-K scheduler and its efficiency on large GEMMs to few large groups
 LAUNCHES = ("grouped", "per_group")
 #: per-group launches: the dense kernel's tiles and schedules the per-group family enumerates (the dense
-#: GEMM's level-1 tiles at 128+ rows, where its recorded H200 runs reached cuBLAS on large shapes)
+#: GEMM's level-1 tiles at 128+ rows, where its recorded H200 runs reached cuBLAS on large shapes, and the
+#: 192-wide tiles: 256x192 cooperative and 128x192 ping-pong hold the most accumulators ptxas keeps in
+#: registers, so they read the fewest operand bytes per FLOP of any legal tile)
 ENUM_PER_GROUP_TILE_M = (128, 256)
-ENUM_PER_GROUP_TILE_N = (128, 256)
+ENUM_PER_GROUP_TILE_N = (128, 192, 256)
 
 # Candidate axes for enumeration.  Tiles are the products of the generator's WGMMA shapes
 # (64, {64,128,256}, k) with its SM90_MMA_MULTIPLIERS ({1,2,4}, {1,2}, {4,8})
@@ -103,9 +106,9 @@ ENUM_CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
 # grouped problem's N is fixed by the model (Mixtral/Llama 14336, gpt-oss 5760, DeepSeek-V2-Lite 2816,
 # Phi-3-medium qkv 7680) and 192 covers several of them with fewer ragged columns or waves than 128/256.
 # The same legality rules apply: cooperative needs TM % 128 (sm90_gemm_array_tma_warpspecialized_
-# cooperative.hpp:427), and the accumulator limit leaves 128x192 cooperative and 64x192 ping-pong (96 fp32
-# registers per thread; 128x192 ping-pong and every 256x192 keep 192 and are refused).  Dense GEMMs keep
-# the generator's level-1 tiles, over which their recorded H200 runs and replays were made.
+# cooperative.hpp:427), and the accumulator limit (192 fp32 registers per thread) admits 128x192 and
+# 256x192 cooperative and 64x192 and 128x192 ping-pong.  Dense GEMMs keep the generator's level-1 tiles,
+# over which their recorded H200 runs and replays were made.
 ENUM_TILE_N_PTR_ARRAY = (192,)
 
 

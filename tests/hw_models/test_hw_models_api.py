@@ -7,6 +7,7 @@ import time
 import pytest
 
 from kernelpilot.errors import InputError
+from kernelpilot.hw_models.sm90.gemm import MAX_ACC_REGISTERS
 from kernelpilot.hw_models.types import CheckResult, TileConfig
 from kernelpilot.targets import get_target_model, list_target_models
 from tests.support import REPO
@@ -145,7 +146,7 @@ def test_sm90_bf16_space_size_is_practical() -> None:
     assert 50 <= len(configs) <= 120
     assert {c.schedule for c in configs} == {"cooperative", "pingpong", "ws"}
     assert {c.cluster for c in configs} >= {(1, 1), (2, 1), (1, 2), (2, 2)}
-    assert all(c.acc_registers <= 128 for c in configs)
+    assert all(c.acc_registers <= MAX_ACC_REGISTERS for c in configs)
 
 
 def test_sm90_skinny_gemm_gets_narrow_n_tiles() -> None:

@@ -60,6 +60,13 @@ def test_enumeration_offers_the_family_for_grouped_kinds_only_and_only_legal_con
     assert per_group and all(SM90.check(c, FEW_LARGE).valid for c in per_group)
     assert {c.tile_scheduler for c in per_group} == {"persistent", "streamk"}
     assert all(c.tile[0] >= 128 and c.schedule in ("cooperative", "pingpong") for c in per_group)
+    # the widest tiles the accumulator limit admits: 256x192 cooperative (incl. stream-K), 128x192 ping-pong
+    wide = {(c.tile[0], c.schedule, c.tile_scheduler) for c in per_group if c.tile[1] == 192}
+    assert {
+        (256, "cooperative", "streamk"),
+        (256, "cooperative", "persistent"),
+        (128, "pingpong", "persistent"),
+    } <= wide
     dense = list(SM90.enumerate("gemm", "bf16", {"M": 4096, "N": 4096, "K": 4096}))
     assert not any(c.launch == "per_group" for c in dense)
 
