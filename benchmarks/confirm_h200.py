@@ -370,11 +370,14 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     log, cache = out / "log.txt", Path(args.cache) if args.cache else work / "cache"
     phases = ["plan"] if args.plan_only else args.phases.split(",")
+    found = versions()
+    # the GPU the call got (an H200 call may be served by an H100): named from nvidia-smi, not assumed
+    gpu = str(found.get("gpu", "")).split(",")[0] or "an unknown GPU"
     summary: dict[str, Any] = {
-        "what": "confirmed tuning winners and vendor baselines on the H200 (kernelpilot tune, confirmation on)",
+        "what": f"confirmed tuning winners and vendor baselines on {gpu} (kernelpilot tune, confirmation on)",
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": " ".join([sys.executable, *sys.argv]),
-        "versions": versions(),
+        "versions": found,
         "phases": {},
         "skipped": [],
     }
