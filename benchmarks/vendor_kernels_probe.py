@@ -3,7 +3,7 @@
 Why: where a confirmed CUTLASS winner loses to a ``torch.mm`` loop, the kernel the vendor picked (its
 tile, stages and cluster are in the name) says which family the space lacks.  Reads the group shapes
 from a tuner run document (``run_kinds.json`` of ``benchmarks/kinds_default_h200.sh``), runs each
-group's ``torch.mm`` under ``torch.profiler`` on random bf16 data and records, per workload, every
+group's ``torch.mm`` under ``torch.profiler`` on uniform [-1, 1) bf16 data (the run's vendor worker's data) and records, per workload, every
 kernel name with its count and median device time, plus the loop's total.  On a GPU machine::
 
     python3 benchmarks/vendor_kernels_probe.py --runs RUN_KINDS.json --workloads a,b --out OUT.json
@@ -39,8 +39,8 @@ def probe(groups: list[tuple[int, int, int]], reps: int) -> dict[str, Any]:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    a = [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for m, n, k in groups]
-    b = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16).t() for m, n, k in groups]
+    a = [(torch.rand(m, k, device="cuda", dtype=torch.bfloat16) * 2 - 1) for m, n, k in groups]
+    b = [(torch.rand(n, k, device="cuda", dtype=torch.bfloat16) * 2 - 1).t() for m, n, k in groups]
     for _ in range(3):
         for x, y in zip(a, b, strict=True):
             torch.mm(x, y)

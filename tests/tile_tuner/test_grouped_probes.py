@@ -1,0 +1,60 @@
+"""benchmarks/vendor_kernels_probe.py and grouped_load_probe.py read a tuner run document (no GPU needed)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_probe(name: str = "vendor_kernels_probe"):
+    path = ROOT / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+RUN_KINDS = {
+    "moe_gemm": {"workloads": [{"name": "moe_a", "dims": {"groups": [[0, 64, 32], [128, 64, 32]]}}]},
+    "grouped_gemm": {"workloads": [{"name": "grp_b", "dims": {"groups": [[16, 8, 8], [32, 8, 8]]}}]},
+}
+
+
+def test_group_shapes_drops_empty_groups_and_reads_every_phase():
+    shapes = load_probe().group_shapes(RUN_KINDS, {"moe_a", "grp_b"})
+    assert shapes == {"moe_a": [(128, 64, 32)], "grp_b": [(16, 8, 8), (32, 8, 8)]}
+
+
+def test_group_shapes_names_a_missing_workload():
+    with pytest.raises(SystemExit, match="not_there"):
+        load_probe().group_shapes(RUN_KINDS, {"moe_a", "not_there"})
+
+
+RECORD = ROOT / "tests" / "data" / "records" / "kinds_default_h100_grouped_r2_run_kinds.json"
+
+
+def test_load_probe_takes_the_confirmed_winner_and_builds_it_from_its_source_dims():
+    import json
+
+    doc = json.loads(RECORD.read_text())
+    probe = load_probe("grouped_load_probe")
+    spec = probe.winners(doc, {"mixtral_8x7b_down"})["mixtral_8x7b_down"]
+    recorded = next(w for w in doc["moe_gemm"]["workloads"] if w["name"] == "mixtral_8x7b_down")
+    assert spec["config"] == recorded["best"]["config"]
+    assert spec["recorded_ms"] == recorded["best"]["confirmed_ms"]
+    from kernelpilot.tile_tuner.kernels import get_tile_kernel
+
+    kernel = get_tile_kernel(spec["kernel"], "sm90")
+    problem = kernel.validate_problem(dict(spec["dims"]), spec["dtype"], "test")
+    assert problem["groups"] == recorded["dims"]["groups"]
+
+
+def test_load_probe_names_a_workload_without_a_winner():
+    import json
+
+    with pytest.raises(SystemExit, match="nope"):
+        load_probe("grouped_load_probe").winners(json.loads(RECORD.read_text()), {"nope"})
