@@ -3,8 +3,10 @@
 Why: where a confirmed CUTLASS winner loses to a ``torch.mm`` loop, the kernel the vendor picked (its
 tile, stages and cluster are in the name) says which family the space lacks.  Reads the group shapes
 from a tuner run document (``run_kinds.json`` of ``benchmarks/kinds_default_h200.sh``), runs each
-group's ``torch.mm`` under ``torch.profiler`` on uniform [-1, 1) bf16 data (the run's vendor worker's data) and records, per workload, every
-kernel name with its count and median device time, plus the loop's total.  On a GPU machine::
+group's ``torch.mm`` under ``torch.profiler`` on uniform [-1, 1) bf16 data (the run's vendor worker's
+data) and records, per workload, every kernel name with its count and median device time, plus the
+loop's total.  The profiled reps are short, so they run at the unthrottled clock: the kernel choice is
+the result, not the times (``grouped_load_probe.py`` measures under sustained load).  On a GPU machine::
 
     python3 benchmarks/vendor_kernels_probe.py --runs RUN_KINDS.json --workloads a,b --out OUT.json
 """
@@ -15,10 +17,7 @@ import argparse
 import datetime
 import json
 import statistics
-import subprocess
 import sys
-import time
-from collections.abc import Callable
 from typing import Any
 
 
@@ -57,28 +56,11 @@ def probe(groups: list[tuple[int, int, int]], reps: int) -> dict[str, Any]:
     flops = sum(2.0 * m * n * k for m, n, k in groups)
     per_loop_ms = sum(sum(v) for v in kernels.values()) / reps
     return {
-        "under_load": clocks_under_load(
-            lambda: [torch.mm(x, y) for x, y in zip(a, b, strict=True)], per_loop_ms
-        ),
         "groups": len(groups),
         "kernels": {k: {"count": len(v), "median_ms": statistics.median(v)} for k, v in kernels.items()},
         "loop_kernel_ms": per_loop_ms,
         "loop_tflops": flops / per_loop_ms / 1e9,
     }
-
-
-def clocks_under_load(loop: Callable[[], Any], loop_ms: float) -> str:
-    """SM clock and power draw read by nvidia-smi while about 1.5 s of the loop is queued on the GPU:
-    a power-capped GPU lowers its clock under tensor-core load, which is part of any kernel's speed."""
-    import torch
-
-    for _ in range(max(1, int(1500 / max(loop_ms, 1e-3)))):
-        loop()
-    time.sleep(0.7)
-    query = ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader"]
-    reading = subprocess.run(query, capture_output=True, text=True, check=False).stdout.strip()
-    torch.cuda.synchronize()
-    return reading
 
 
 def main() -> None:
