@@ -150,6 +150,13 @@ def normalize_gemm_config(config: Any) -> dict[str, Any]:
     }
     if launch == "per_group":  # written only then: grouped configs keep their rendered source and keys
         out.update(launch=launch, tile_scheduler=tile_scheduler)
+    swap_ab = c.get("swap_ab", False)
+    if not isinstance(swap_ab, bool):
+        raise ValueError(f"swap_ab must be true or false, got {swap_ab!r}")
+    if swap_ab:
+        if launch == "per_group":
+            raise ValueError("swap_ab is implemented for the grouped launch only, not per_group")
+        out["swap_ab"] = True  # likewise written only when set
     return out
 
 
@@ -159,7 +166,8 @@ def config_label(cfg: dict[str, Any]) -> str:
     pg = ""
     if cfg.get("launch") == "per_group":
         pg = "_pergroup" + ("_streamk" if cfg.get("tile_scheduler") == "streamk" else "")
-    return f"{cfg['schedule'][:4]}_{t[0]}x{t[1]}x{t[2]}_c{cl[0]}x{cl[1]}_{cfg['epilogue']}{st}{pg}"
+    swap = "_swap" if cfg.get("swap_ab") else ""
+    return f"{cfg['schedule'][:4]}_{t[0]}x{t[1]}x{t[2]}_c{cl[0]}x{cl[1]}_{cfg['epilogue']}{st}{pg}{swap}"
 
 
 def c_string(text: str) -> str:
@@ -383,6 +391,7 @@ def kernel_context(cfg: dict[str, Any], dtype: str) -> dict[str, Any]:
         "kernel_schedule": kernel_schedule,
         "epilogue_schedule": epilogue,
         "epilogue": cfg["epilogue"],
+        "swap_ab": bool(cfg.get("swap_ab")),
     }
 
 

@@ -75,7 +75,7 @@ def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) ->
             for m, n, k in gemm_problems(problem, cfg.kernel)
             if m > 0
         )
-    if cfg.swap_ab:  # the kernel runs D^T = B^T A^T: an N x M x K problem
+    if cfg.swap_ab and cfg.kernel not in PTR_ARRAY_KERNELS:  # the kernel runs D^T = B^T A^T: N x M x K
         problem = {**problem, "M": problem["N"], "N": problem["M"]}
     tm, tn, tk = cfg.tile
     cm, cn = cfg.cluster
@@ -95,6 +95,8 @@ def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) ->
     ctas = sm90_active_ctas(cores, cm * cn)
 
     problems = list(gemm_problems(problem, cfg.kernel))
+    if cfg.swap_ab and cfg.kernel in PTR_ARRAY_KERNELS:  # every group runs as N x M x K (tokens along N)
+        problems = [(n, m, k) for m, n, k in problems]
     # per K-step of one tile
     step_compute = 2.0 * tm * max(tn, SM90_MIN_WGMMA_N) * tk / per_sm_flops
     # A is multicast across the CN CTAs of a cluster row, B across the CM CTAs of a column; TMA does

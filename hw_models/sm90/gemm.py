@@ -23,6 +23,7 @@ from kernelpilot.hw_models.base import (
     ceil_div,
 )
 from kernelpilot.hw_models.dtypes import DTypePair
+from kernelpilot.hw_models.problems import gemm_problems
 from kernelpilot.hw_models.types import TileConfig
 
 #: include/cutlass/gemm/collective/builders/sm90_common.inl:57 ``sm90_smem_capacity_bytes = 232448``
@@ -110,6 +111,43 @@ ENUM_CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
 # 256x192 cooperative and 64x192 and 128x192 ping-pong.  Dense GEMMs keep the generator's level-1 tiles,
 # over which their recorded H200 runs and replays were made.
 ENUM_TILE_N_PTR_ARRAY = (192,)
+# Swap-AB ptr-array kernels (grouped / MoE): the kernel computes D^T = W X^T per group, so the tokens of a
+# group run along the tile's N.  A tile M is a multiple of 64 (WGMMA M), and one tile serves every group,
+# so a group of 1035 tokens pays for 1152 rows at TM = 128 and 1280 at 256; WGMMA N comes in steps of 8
+# up to 256 (include/cute/arch/mma_sm90.hpp ss_op_selector), so a token-side tile can fit the groups'
+# token counts.  A per-GEMM vendor kernel does exactly this (on Mixtral's experts a torch.mm loop ran
+# cuBLAS tiles of 176 tokens for the experts of 1034-1044 tokens and 256 for those of 1011-1021,
+# benchmarks/results/grouped_gap_h100_call.json).  The family's token-side widths are the
+# ``SWAP_PTR_ARRAY_WIDTHS`` widths of ``ENUM_SWAP_PTR_ARRAY_TILE_N`` that pad the problem's groups least,
+# ties to the wider tile: multiples of 16 (an epilogue tile of gcd(32, TN) >= 16 columns) other than the
+# 128 / 192 / 256 whose padding the unswapped tiles already have (a swapped 256x128 pads like an
+# unswapped 128x256).  Its tile M (along the weight's N) is the generator's, with 4 WGMMA K steps only
+# (the K-step axis would double the family without a measured reason to).
+ENUM_SWAP_PTR_ARRAY_TILE_N = (144, 160, 176, 208, 224, 240)
+# The WGMMA N shapes CUTLASS's ss_op_selector picks from by default (include/cute/arch/mma_sm90.hpp,
+# 16-bit inputs: the largest of these dividing the tile's N); the other multiples of 8 up to 248 exist
+# only with CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED (mma_sm90_gmma_ext.hpp).  Without it a 208-wide tile
+# compiles to thirteen 64x16 WGMMAs per K step (seen in ptxas's kernel name): the program defines it
+# for the swap-AB grouped family, whose widths are all extended shapes.
+BASE_WGMMA_N = (256, 192, 128, 96, 64, 32, 16, 8)
+SWAP_PTR_ARRAY_WIDTHS = 3
+
+
+def padded_rows(tokens: list[int], width: int) -> int:
+    """Rows a token-side tile of ``width`` computes over groups of ``tokens`` (ragged tiles in full)."""
+    return sum(ceil_div(t, width) * width for t in tokens)
+
+
+def swap_token_tile_ns(problem: dict[str, Any] | None, kernel: str) -> tuple[int, ...]:
+    """The token-side tile widths of the swap-AB ptr-array family for this problem (see above), widest
+    first; empty without a problem (the family is fitted to one)."""
+    if not problem:
+        return ()
+    tokens = [m for m, _, _ in gemm_problems(problem, kernel) if m > 0]
+    if not tokens:
+        return ()
+    ranked = sorted(ENUM_SWAP_PTR_ARRAY_TILE_N, key=lambda w: (padded_rows(tokens, w), -w))
+    return tuple(sorted(ranked[:SWAP_PTR_ARRAY_WIDTHS], reverse=True))
 
 
 def wgmma_k(dtype: DTypePair) -> int:
@@ -142,7 +180,8 @@ def enum_families(kernel: str, pair: DTypePair, problem: dict[str, Any] | None) 
     enumerates: the generator's tiles; for a tiny-M 16-bit GEMM the swap-AB family, whose tile M (64/128)
     runs along the problem's N and whose tile N is one of the two smallest WGMMA N in (16, 32, 64) that
     hold M; for grouped / MoE problems the per-group launch family (the dense kernel's large tiles,
-    cooperative persistent or stream-K, and ping-pong)."""
+    cooperative persistent or stream-K, and ping-pong) and the swap-AB grouped family, whose token-side
+    tile N is fitted to the groups' token counts (:func:`swap_token_tile_ns`)."""
     schedules = ("cooperative", "pingpong") if kernel in PTR_ARRAY_KERNELS else SCHEDULES
     persistent = tuple((s, "persistent") for s in schedules)
     families: list[Family] = [(ENUM_TILE_M, enum_tile_n(kernel, problem), persistent, False, "grouped")]
@@ -154,6 +193,9 @@ def enum_families(kernel: str, pair: DTypePair, problem: dict[str, Any] | None) 
     if kernel in PTR_ARRAY_KERNELS:
         per_group = (("cooperative", "persistent"), ("cooperative", "streamk"), ("pingpong", "persistent"))
         families.append((ENUM_PER_GROUP_TILE_M, ENUM_PER_GROUP_TILE_N, per_group, False, "per_group"))
+        token_ns = swap_token_tile_ns(problem, kernel)
+        if token_ns:
+            families.append((ENUM_TILE_M, token_ns, persistent, True, "grouped"))
     return families
 
 
@@ -215,6 +257,11 @@ class Sm90GemmConfig(TileConfig):
         return "_".join(parts)
 
     # -- derived quantities ------------------------------------------------------------------------
+    @property
+    def extended_wgmma_shapes(self) -> bool:
+        """Whether the program is built with CUTLASS's extended WGMMA N shapes (the swap-AB grouped one)."""
+        return self.swap_ab and self.ptr_array
+
     @property
     def mma_threads(self) -> int:
         """Threads that hold the accumulator of one tile: 256 for coop (2 WGs split TM), else 128."""

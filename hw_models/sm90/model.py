@@ -28,6 +28,7 @@ from kernelpilot.hw_models.sm90.fmha import Sm90FmhaConfig, check_fmha, parse_fm
 from kernelpilot.hw_models.sm90.fmha_cost import fmha_time_s
 from kernelpilot.hw_models.sm90.fmha_space import default_fmha, enumerate_fmha, neighbours_fmha
 from kernelpilot.hw_models.sm90.gemm import (
+    BASE_WGMMA_N,
     ENUM_CLUSTERS,
     ENUM_K_STEPS,
     EPILOGUES,
@@ -143,6 +144,14 @@ class Sm90Model(TargetModel):
         out.require(tm % 64 == 0, "sm90.tile_m_multiple", f"tile M={tm} is not a multiple of 64 (WGMMA M)")
         # mma_sm90.hpp:525 "Tile_N must be a multiple of 8." and sm90_common.inl:182 "BLK_MN0 must be a multiple of 8."
         out.require(tn % 8 == 0, "sm90.tile_n_multiple", f"tile N={tn} is not a multiple of 8 (WGMMA N step)")
+        if tn % 8 == 0 and tn not in BASE_WGMMA_N and not cfg.extended_wgmma_shapes:
+            atom = next(n for n in BASE_WGMMA_N if tn % n == 0)
+            out.fail(
+                "sm90.wgmma_n_shape",
+                f"tile N={tn} is not one of CUTLASS's default WGMMA N shapes {BASE_WGMMA_N}: it would compile to "
+                f"{tn // atom} WGMMAs of N={atom} per K step (the extended shapes are built for swap-AB grouped "
+                "configs only)",
+            )
         kk = wgmma_k(cfg.dtype)
         # mma_sm90.hpp:378 "Tile_K must be a multiple of 16." (16-bit), :533 "... of 32." (8-bit); tf32: 8
         out.require(
@@ -280,10 +289,22 @@ class Sm90Model(TargetModel):
         if not cfg.swap_ab:
             return
         out.require(
-            cfg.kernel == "gemm",
+            cfg.kernel == "gemm" or cfg.ptr_array,
             "sm90.swap_ab_kernel",
-            f"swap_ab is implemented for the dense gemm program only, not {cfg.kernel}",
+            f"swap_ab is implemented for the dense gemm program and the grouped launch of {cfg.kernel}, "
+            f"not for launch={cfg.launch}",
         )
+        if cfg.ptr_array:
+            # the grouped program's swap keeps both operands K-major (A = the weight W[N, K], B = the
+            # tokens X[M, K]) and writes D^T column-major: no MN-major operand, so no dtype restriction
+            # beyond the grouped program's own.  Compiled (benchmarks/results/hw_models_sm90_compile_check.json)
+            # but not yet run on a GPU: opt-in, so library-default searches keep their measured space
+            out.warn(
+                "sm90.opt_in.swap_ab",
+                "opt-in: the swap-AB grouped kernel compiles but has not been measured on a GPU yet; a search "
+                "includes it when its space names swap_ab (space: {swap_ab: [false, true]})",
+            )
+            return
         # the swapped A operand is B^T, MN-major for row-major B: MN-major smem operands exist for 16-bit
         # MMAs only (sm90_common.inl gmma_ss_tag_to_major_A/B)
         out.require(
@@ -357,6 +378,9 @@ class Sm90Model(TargetModel):
             ):
                 # ws is a baseline: the generator's default K multiplier only, and no 2x2 clusters
                 if schedule == "ws" and (steps != ENUM_K_STEPS[0] or cluster == (2, 2)):
+                    continue
+                # the swap-AB grouped family: 4 WGMMA K steps only (gemm.py, ENUM_SWAP_PTR_ARRAY_TILE_N)
+                if swap_ab and kernel in PTR_ARRAY_KERNELS and steps != ENUM_K_STEPS[0]:
                     continue
                 cfg = Sm90GemmConfig(
                     kernel=kernel,

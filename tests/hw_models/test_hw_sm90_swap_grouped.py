@@ -1,0 +1,169 @@
+"""The swap-AB family of the sm90 ptr-array (grouped / MoE) GEMM: token-side tile widths fitted to the
+groups, legality, opt-in, cost and rendering, on the CPU (no compiler, no GPU).
+
+Why the family exists: a torch.mm loop launches one cuBLAS kernel per group and fits its token-side tile
+to that group (on Mixtral's experts of 1034-1044 tokens, 176-wide tiles: 6 x 176 = 1056 rows), while the
+grouped kernel has one tile for every group and, with the tokens along the tile's M, pads a group of
+1035 tokens to 1152 or 1280 rows.  Swapping A and B puts the tokens along the tile's N, which WGMMA
+takes in steps of 8.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelpilot.dsl_plugins.cuda.grouped_gemm import GroupedGemmKernel, normalize_gemm_config
+from kernelpilot.dsl_plugins.cuda.moe_gemm import MoeGemmKernel
+from kernelpilot.hw_models.catalogue import get_device
+from kernelpilot.hw_models.sm90.cost import sm90_time_s
+from kernelpilot.hw_models.sm90.gemm import padded_rows, swap_token_tile_ns
+from kernelpilot.targets import get_target_model
+from kernelpilot.tile_tuner.space import SearchSpace
+
+# Mixtral-8x7B down projection, 4096 tokens routed top-2 over 8 experts (the run's own token counts)
+MIXTRAL_TOKENS = [1035, 1044, 1011, 1011, 1021, 1034, 1000, 1036]
+MIXTRAL = {"num_experts": 8, "tokens": MIXTRAL_TOKENS, "N": 4096, "K": 14336, "dtype": "bf16", "layout": "rc"}
+
+
+def _cfg(kernel: str, tile: list[int], schedule: str, cluster=(1, 1), **extra):
+    sm90 = get_target_model("sm90")
+    raw = {"kernel": kernel, "tile": tile, "cluster": list(cluster), "schedule": schedule, "swap_ab": True}
+    return sm90.parse_config({**raw, **extra})
+
+
+def test_token_side_widths_are_the_least_padding_ones_widest_first() -> None:
+    # Mixtral: 176 pads every expert to 1056 rows (8448 in all), 208 to 1040 but the 1044-token one to
+    # 1248 (8528), 224 to 1120 (8960); 160 also gives 8960 and loses the tie to the wider 224
+    assert padded_rows(MIXTRAL_TOKENS, 176) == 8 * 1056
+    assert padded_rows(MIXTRAL_TOKENS, 208) == 7 * 1040 + 1248
+    assert padded_rows(MIXTRAL_TOKENS, 160) == padded_rows(MIXTRAL_TOKENS, 224) == 8960
+    assert swap_token_tile_ns(MIXTRAL, "moe_gemm") == (224, 208, 176)
+    # no problem (or only empty groups): no fitted family
+    assert swap_token_tile_ns(None, "moe_gemm") == ()
+    assert swap_token_tile_ns({**MIXTRAL, "tokens": [0] * 8}, "moe_gemm") == ()
+
+
+@pytest.mark.parametrize("kernel", ("grouped_gemm", "moe_gemm"))
+def test_swap_grouped_configs_follow_the_usual_rules_and_are_opt_in(kernel: str) -> None:
+    sm90 = get_target_model("sm90")
+    res = sm90.check(_cfg(kernel, [128, 208, 64], "cooperative", (2, 1)))
+    assert res.valid, res.rules()
+    assert [w.rule for w in res.warnings] == ["sm90.opt_in.swap_ab"]
+    # 256x176 cooperative keeps 176 accumulators per thread; 256x208 would need 208 (limit 192)
+    assert sm90.check(_cfg(kernel, [256, 176, 64], "cooperative")).valid
+    assert "sm90.acc_registers" in sm90.check(_cfg(kernel, [256, 208, 64], "cooperative")).rules()
+    # the cooperative schedule still splits the tile's M (now along the weight's N) over two warpgroups
+    assert "sm90.coop_tile_m" in sm90.check(_cfg(kernel, [64, 176, 64], "cooperative")).rules()
+    # a per-group launch runs the dense kernel, whose swap is the tiny-M one: not implemented here
+    res = sm90.check(_cfg(kernel, [128, 176, 64], "cooperative", launch="per_group"))
+    assert "sm90.swap_ab_kernel" in res.rules()
+
+
+def test_the_family_joins_a_search_only_when_its_space_names_swap_ab() -> None:
+    sm90 = get_target_model("sm90")
+    enumerated = list(sm90.enumerate("moe_gemm", "bf16", MIXTRAL))
+    swapped = [c for c in enumerated if c.swap_ab]
+    assert swapped and {c.tile[1] for c in swapped} == {176, 208, 224}
+    assert {c.tile[2] for c in swapped} == {64} and all(c.launch == "grouped" for c in swapped)
+    default = SearchSpace(sm90, "moe_gemm", "bf16", MIXTRAL)
+    assert not any(c.swap_ab for c in default.configs)
+    opted = SearchSpace(sm90, "moe_gemm", "bf16", MIXTRAL, space_filter={"swap_ab": [False, True]})
+    assert len(opted) == len(default) + len(swapped)
+    only = SearchSpace(sm90, "moe_gemm", "bf16", MIXTRAL, space_filter={"swap_ab": [True]})
+    assert {c.label() for c in only.configs} == {c.label() for c in swapped}
+    # dense GEMMs keep their own (tiny-M) swap family only
+    assert not any(c.swap_ab for c in sm90.enumerate("grouped_gemm", "bf16", None))
+
+
+def test_cost_of_a_swapped_config_is_that_of_the_transposed_groups() -> None:
+    """The swapped kernel runs every group as N x M x K: its estimate is the unswapped config's on the
+    transposed groups, so the model sees the token-side padding and nothing else changes."""
+    h200 = get_device("h200")
+    groups = [[m, 4096, 14336] for m in MIXTRAL_TOKENS]
+    problem = {"groups": groups, "dtype": "bf16", "layout": "rc"}
+    transposed = {"groups": [[n, m, k] for m, n, k in groups], "dtype": "bf16", "layout": "rc"}
+    swapped = _cfg("grouped_gemm", [256, 176, 64], "cooperative")
+    plain = swapped.model_copy(update={"swap_ab": False})
+    assert sm90_time_s(swapped, problem, h200) == pytest.approx(sm90_time_s(plain, transposed, h200))
+    # and the padding shows: 176 token rows per tile beat 192 on these experts (1056 vs 1152 rows each)
+    wider = _cfg("grouped_gemm", [256, 192, 64], "cooperative")
+    assert sm90_time_s(swapped, problem, h200) < sm90_time_s(wider, problem, h200)
+
+
+@pytest.mark.parametrize("kernel_cls", (GroupedGemmKernel, MoeGemmKernel))
+def test_swapped_program_passes_weights_as_a_and_writes_d_transposed(kernel_cls) -> None:
+    kernel = kernel_cls()
+    problem = kernel.validate_problem(
+        {"groups": [[1035, 4096, 1024], [0, 4096, 1024]]}
+        if kernel.kind == "grouped_gemm"
+        else {"experts": 2, "tokens": 2048, "top_k": 1, "N": 4096, "K": 1024},
+        "bf16",
+        "test",
+    )
+    cfg = {
+        "tile": [128, 176, 64],
+        "cluster": [2, 1],
+        "schedule": "cooperative",
+        "epilogue": "tma",
+        "swap_ab": True,
+    }
+    source = next(iter(kernel.render(cfg, problem, "sm90").sources.values()))
+    assert "using LayoutD = cutlass::layout::ColumnMajor;" in source
+    assert "constexpr int kTileM = 128, kTileN = 176, kTileK = 64;" in source
+    assert "UnderlyingShape{g.n, g.m, g.k}" in source and "UnderlyingShape{g.m, g.n, g.k}" not in source
+    assert "cudaMemcpy(buf.a_dev, buf.b.data()" in source and "cudaMemcpy(buf.b_dev, buf.a.data()" in source
+    # the check kernel still compares D row-major against A row-major times the weight: unchanged
+    assert "float(A[size_t(m) * K + k]) * float(B[size_t(n) * K + k])" in source
+    # 176 is one of CUTLASS's extended WGMMA N shapes: without them it would compile to 64x16 WGMMAs
+    assert "#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED" in source
+    assert source.index("#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED") < source.index("#include")
+    plain = next(iter(kernel.render({**cfg, "swap_ab": False}, problem, "sm90").sources.values()))
+    assert "using LayoutD = cutlass::layout::RowMajor;" in plain and "swap_ab" not in plain
+    assert "EXTENDED_MMA_SHAPES" not in plain
+    assert "UnderlyingShape{g.m, g.n, g.k}" in plain
+
+
+def test_swap_config_normalisation_and_label() -> None:
+    cfg = normalize_gemm_config({"tile": [128, 176, 64], "schedule": "cooperative", "swap_ab": True})
+    assert cfg["swap_ab"] is True
+    assert "swap_ab" not in normalize_gemm_config({"tile": [128, 176, 64], "schedule": "cooperative"})
+    with pytest.raises(ValueError, match="per_group"):
+        normalize_gemm_config({"tile": [128, 176, 64], "schedule": "cooperative", "swap_ab": True,
+                               "launch": "per_group"})  # fmt: skip
+    with pytest.raises(ValueError, match="true or false"):
+        normalize_gemm_config({"tile": [128, 176, 64], "schedule": "cooperative", "swap_ab": "yes"})
+    assert _cfg("moe_gemm", [128, 176, 64], "cooperative").label() == "128x176x64_c1x1_coop_swap"
+
+
+def test_exported_grouped_kernel_launches_the_swapped_problem() -> None:
+    """The exported operator's prepare kernel builds the same swapped shapes and pointers as the program."""
+    from kernelpilot.dsl_plugins.cuda.gemm import template_env
+    from kernelpilot.dsl_plugins.cuda.grouped_gemm import kernel_context
+
+    template = template_env().get_template("export/cuda/grouped_kernel.cu.j2")
+    cfg = normalize_gemm_config({"tile": [128, 176, 64], "schedule": "cooperative", "swap_ab": True})
+    swapped = template.render(**kernel_context(cfg, "bf16"), name="n", symbol="s", label="l")
+    assert "using LayoutD = cutlass::layout::ColumnMajor;" in swapped
+    assert "shapes[g] = UnderlyingShape{n, m, k};" in swapped
+    assert "pa[g] = b + g * b_group_stride;" in swapped and "pb[g] = a + start * k;" in swapped
+    plain = template.render(
+        **kernel_context({**cfg, "swap_ab": False}, "bf16"), name="n", symbol="s", label="l"
+    )
+    assert "shapes[g] = UnderlyingShape{m, n, k};" in plain and "UnderlyingShape{n, m, k}" not in plain
+
+
+def test_tile_widths_outside_the_default_wgmma_shapes_need_the_extended_set() -> None:
+    """Unswapped programs are built without CUTLASS's extended WGMMA shapes: a 208-wide tile there would
+    be thirteen N=16 WGMMAs per K step, so the model refuses it; the swap-AB grouped program enables
+    the extended shapes and takes it."""
+    sm90 = get_target_model("sm90")
+    plain = sm90.parse_config({"kernel": "grouped_gemm", "tile": [128, 208, 64], "schedule": "cooperative"})
+    res = sm90.check(plain)
+    assert "sm90.wgmma_n_shape" in res.rules()
+    assert "13 WGMMAs of N=16" in next(v.message for v in res.violations if v.rule == "sm90.wgmma_n_shape")
+    assert sm90.check(_cfg("grouped_gemm", [128, 208, 64], "cooperative")).valid
+    dense = sm90.parse_config({"kernel": "gemm", "tile": [128, 160, 64], "schedule": "cooperative"})
+    assert "sm90.wgmma_n_shape" in sm90.check(dense).rules()
+    for n in (256, 192, 128, 96, 64):
+        cfg = sm90.parse_config({"kernel": "gemm", "tile": [128, n, 64], "schedule": "cooperative"})
+        assert "sm90.wgmma_n_shape" not in sm90.check(cfg).rules()
