@@ -70,11 +70,15 @@ def kind_workloads() -> dict[str, dict[str, dict[str, Any]]]:
 
 
 def batches(
-    work: Path, budgets: dict[str, int] | None = None, only: set[str] | None = None
+    work: Path,
+    budgets: dict[str, int] | None = None,
+    only: set[str] | None = None,
+    space: dict[str, list[Any]] | None = None,
 ) -> dict[str, Path]:
     """One batch file per phase: the GEMM shapes, then each kind's workloads of cuda_kinds_common
     (``only``: just these workload names; ``budgets``: configs per workload, default included, by kind or
-    by workload name, the name winning)."""
+    by workload name, the name winning; ``space``: a space filter written into the grouped / MoE kinds'
+    defaults, e.g. ``{"swap_ab": [false, true]}`` to opt in a family)."""
     import yaml
 
     docs: dict[str, Any] = {
@@ -94,6 +98,7 @@ def batches(
                 "dtype": "bf16",
                 "proposer": "model",
                 "budget_configs": (budgets or {}).get(kind, KIND_BUDGET[kind]),
+                **({"space": space} if space and kind in ("moe_gemm", "grouped_gemm") else {}),
             },
             "workloads": [{"name": name, "dims": dims,
                            **({"budget_configs": budgets[name]} if name in (budgets or {}) else {})}
@@ -358,6 +363,11 @@ def main() -> int:
     )
     ap.add_argument("--cache", default="", help="build cache (default WORK/cache), e.g. one filled on a CPU")
     ap.add_argument(
+        "--space",
+        default="",
+        help="JSON space filter for the grouped / MoE kinds, e.g. '{\"swap_ab\": [false, true]}' (opt-in families)",
+    )
+    ap.add_argument(
         "--confirm-rounds",
         type=int,
         default=3,
@@ -397,7 +407,12 @@ def main() -> int:
             f"error: --workloads: unknown {sorted(only - known)}; allowed: {sorted(known)}", file=sys.stderr
         )
         return 2
-    files = {k: v for k, v in batches(work, budgets, only).items() if k in phases or args.plan_only}
+    space = json.loads(args.space) if args.space else None
+    if space is not None and not (
+        isinstance(space, dict) and all(isinstance(v, list) for v in space.values())
+    ):
+        raise SystemExit(f"--space: a JSON object of field -> list of allowed values, got {args.space!r}")
+    files = {k: v for k, v in batches(work, budgets, only, space).items() if k in phases or args.plan_only}
     summary["batches"] = {k: v.read_text() for k, v in files.items()}
     plans: dict[str, Any] = {}
     if "plan" in phases:

@@ -9,15 +9,18 @@
 # .kp-prebuilt-b16:
 #   PHASES=fa_prefill,fa_decode BUDGET_S=560 bash benchmarks/kinds_default_h200.sh
 #   PHASES=moe_gemm,grouped_gemm BUDGET_S=560 bash benchmarks/kinds_default_h200.sh
+# SPACE (JSON) adds a space filter to the grouped / MoE kinds, e.g. SPACE='{"swap_ab": [false, true]}' to opt
+# in the swap-AB family; the prebuilt cache must then come from a prebuild with the same --space.
 # Writes into $OUT (6 files): summary.json, run_kinds.json, log.txt, driver.log, hbm_copy.json,
 # nvidia_smi.txt.
 set -o pipefail
 OUT=${OUT:-/tmp/out}
 PHASES=${PHASES:-fa_prefill,fa_decode,moe_gemm,grouped_gemm}
 mkdir -p "$OUT" /tmp/kp_cache
-if [ -f .kp-prebuilt-b16/cache.tar.xz ]; then tar -xJf .kp-prebuilt-b16/cache.tar.xz -C /tmp/kp_cache; fi
+# every carried prebuilt cache (.kp-prebuilt-b16, and .kp-prebuilt-swap for a SPACE call): content-addressed
+for t in .kp-prebuilt-*/cache.tar.xz; do if [ -f "$t" ]; then tar -xJf "$t" -C /tmp/kp_cache; fi; done
 timeout 60 python3 benchmarks/hbm_copy_h200.py --out "$OUT/hbm_copy.json" 2>&1 | tail -1
 BUDGETS=$(echo "$PHASES" | tr ',' '\n' | sed 's/$/=16/' | paste -sd, -)
 BUDGET_S=${BUDGET_S:-560} bash benchmarks/confirm_h200.sh --phases "plan,build,$PHASES" --budget "$BUDGETS" \
-  --cache /tmp/kp_cache 2>&1 | tail -40
+  --cache /tmp/kp_cache ${SPACE:+--space "$SPACE"} 2>&1 | tail -40
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit --format=csv > "$OUT/nvidia_smi.txt"
