@@ -27,7 +27,7 @@ out = sys.argv[1]
 try:
     v = json.load(open(f"{out}/vendor_kernels.json"))
     for n, w in v["workloads"].items():
-        print(n, round(w["loop_kernel_ms"], 4), round(w["loop_tflops"]), w["under_load"])
+        print(n, round(w["loop_kernel_ms"], 4), round(w["loop_tflops"]))
         for k, s in w["kernels"].items():
             print("   ", s["count"], round(s["median_ms"], 4), k[:110])
 except Exception as e:  # noqa: BLE001

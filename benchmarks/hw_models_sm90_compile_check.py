@@ -109,19 +109,27 @@ def add_build_flags(ap: argparse.ArgumentParser) -> None:
 
 
 def parse_log(text: str) -> dict:
-    """Spills and stages of the GEMM kernel entry (``cutlass13device_kernel``) from ptxas -v output."""
-    spills = None
-    stages = None
+    """Spills, registers, stages and WGMMA atoms of the GEMM kernel entry (``cutlass13device_kernel``) from
+    ptxas -v output; dense (``MainloopSm90TmaGmma...``) and ptr-array (``MainloopSm90ArrayTmaGmma...``)
+    kernels alike.  ``wgmma_atoms``: the N of every ``MMA_64xNx16`` atom in the kernel's name (one per tile
+    unless the tile runs as several narrow WGMMAs)."""
+    spills = registers = stages = None
+    atoms: list[int] = []
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if "Function properties for _ZN7cutlass13device_kernel" in line and i + 1 < len(lines):
             m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", lines[i + 1])
             if m:
                 spills = int(m.group(1)) + int(m.group(2))
-            s = re.search(r"MainloopSm90TmaGmmaWarpSpecializedILi(\d+)E", line)
+            s = re.search(r"MainloopSm90(?:Array)?TmaGmmaWarpSpecializedILi(\d+)E", line)
             if s:
                 stages = int(s.group(1))
-    return {"spill_bytes": spills, "stages": stages}
+            atoms = sorted({int(n) for n in re.findall(r"MMA_64x(\d+)x\d+_F32", line)})
+            for follow in lines[i + 1 : i + 4]:
+                r = re.search(r"Used (\d+) registers", follow)
+                if r:
+                    registers = int(r.group(1))
+    return {"spill_bytes": spills, "stages": stages, "registers": registers, "wgmma_atoms": atoms}
 
 
 def main() -> int:

@@ -18,11 +18,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
+
+from hw_models_sm90_compile_check import parse_log  # the ptxas -v reader of the dense compile check
 
 from kernelpilot.hw_models.sm90.gemm import auto_stages
 from kernelpilot.targets import get_target_model
@@ -45,25 +45,6 @@ CONFIGS = [
     {"tile": [128, 176, 64], "cluster": [2, 1], "schedule": "pingpong"},
     {"tile": [64, 240, 64], "cluster": [1, 1], "schedule": "pingpong"},
 ]
-
-
-def parse_build_log(text: str) -> dict[str, Any]:
-    """Spills, registers, WGMMA atoms and stages of the GEMM kernel entry (``cutlass13device_kernel``)."""
-    out: dict[str, Any] = {"spill_bytes": None, "registers": None, "wgmma_atoms": [], "stages": None}
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if "Compiling entry function" in line and "cutlass13device_kernel" in line:
-            out["wgmma_atoms"] = sorted(set(re.findall(r"MMA_64x(\d+)x16_F32", line)), key=int)
-            stages = re.search(r"MainloopSm90ArrayTmaGmmaWarpSpecializedILi(\d+)E", line)
-            out["stages"] = int(stages.group(1)) if stages else None
-            for follow in lines[i + 1 : i + 6]:
-                spill = re.search(r"(\d+) bytes spill stores", follow)
-                regs = re.search(r"Used (\d+) registers", follow)
-                if spill:
-                    out["spill_bytes"] = int(spill.group(1))
-                if regs:
-                    out["registers"] = int(regs.group(1))
-    return out
 
 
 def main() -> int:
@@ -92,7 +73,7 @@ def main() -> int:
     for cfg, item in zip(cfgs, items, strict=True):
         outcome = built[item.cache_key]
         log = Path(args.cache) / item.cache_key / "build.log"
-        parsed = parse_build_log(log.read_text(errors="replace")) if log.exists() else {}
+        parsed = parse_log(log.read_text(errors="replace")) if log.exists() else {}
         check = model.check(cfg, problem)
         rows.append({
             "label": cfg.label(),
@@ -103,7 +84,7 @@ def main() -> int:
             "build_status": outcome.status,
             "build_message": (outcome.message or "")[-400:],
             "cutlass_stages": parsed.get("stages"),
-            "wgmma_atoms_n": [int(n) for n in parsed.get("wgmma_atoms", [])],
+            "wgmma_atoms_n": parsed.get("wgmma_atoms", []),
             "ptxas_spill_bytes": parsed.get("spill_bytes"),
             "ptxas_registers": parsed.get("registers"),
         })  # fmt: skip

@@ -297,7 +297,7 @@ class Sm90Model(TargetModel):
         if cfg.ptr_array:
             # the grouped program's swap keeps both operands K-major (A = the weight W[N, K], B = the
             # tokens X[M, K]) and writes D^T column-major: no MN-major operand, so no dtype restriction
-            # beyond the grouped program's own.  Compiled (benchmarks/results/hw_models_sm90_compile_check.json)
+            # beyond the grouped program's own.  Compiled (benchmarks/results/swap_grouped_compile_check.json)
             # but not yet run on a GPU: opt-in, so library-default searches keep their measured space
             out.warn(
                 "sm90.opt_in.swap_ab",
