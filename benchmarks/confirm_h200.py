@@ -17,9 +17,10 @@ Phases (in this order, each skipped with a note when the deadline would be passe
             `kernelpilot tune` on each kind's workloads of benchmarks/cuda_kinds_common.py, same
             confirmation; baselines: every SDPA backend (+ flash_attn), torch._grouped_mm or a torch.mm loop.
 
-Writes into --out (at most 6 files): summary.json (versions, commands, phase wall times, per-workload
-table, the cost of confirmation, the ncu check), run_gemm.json, run_kinds.json, log.txt,
-ncu_tuned.csv, ncu_vendor.csv.  From the repository root on the GPU machine:
+Writes into --out: summary.json (versions, commands, phase wall times, per-workload table, the cost
+of confirmation, the ncu check), run_gemm.json, run_kinds.json, log.txt, ncu_tuned.csv, ncu_vendor.csv
+and each tune phase's results store, store_<phase>.sqlite: a later call given ``--resume`` that folder
+goes on from it, so a phase the deadline cut does not measure its configs again.  From the repository root on the GPU machine:
 
     python3 benchmarks/confirm_h200.py --out $OUT --jobs 16 --deadline-s 510
 
@@ -78,7 +79,7 @@ def batches(
     """One batch file per phase: the GEMM shapes, then each kind's workloads of cuda_kinds_common
     (``only``: just these workload names; ``budgets``: configs per workload, default included, by kind or
     by workload name, the name winning; ``space``: a space filter written into the grouped / MoE kinds'
-    defaults, e.g. ``{"swap_ab": [false, true]}`` to opt in a family)."""
+    defaults, e.g. ``{"swap_ab": [false]}`` to leave the swap-AB family out)."""
     import yaml
 
     docs: dict[str, Any] = {
@@ -363,9 +364,14 @@ def main() -> int:
     )
     ap.add_argument("--cache", default="", help="build cache (default WORK/cache), e.g. one filled on a CPU")
     ap.add_argument(
+        "--resume",
+        default="",
+        help="folder holding store_<kind>.sqlite of an earlier call: its tune phases go on from those stores",
+    )
+    ap.add_argument(
         "--space",
         default="",
-        help="JSON space filter for the grouped / MoE kinds, e.g. '{\"swap_ab\": [false, true]}' (opt-in families)",
+        help="JSON space filter for the grouped / MoE kinds, e.g. '{\"swap_ab\": [false]}' (no swap-AB family)",
     )
     ap.add_argument(
         "--confirm-rounds",
@@ -460,9 +466,16 @@ def main() -> int:
             summary["skipped"].append(f"{name}: {left():.0f} s left, needs about {need:.0f} s")
             save()
             continue
-        targs = ["tune", str(files[name]), "--batch-size", "8", "--store", str(work / f"{name}.sqlite"),
+        store = work / f"{name}.sqlite"
+        earlier = Path(args.resume) / f"store_{name}.sqlite" if args.resume else None
+        if earlier is not None and earlier.exists() and not store.exists():
+            shutil.copyfile(earlier, store)  # measured configs are not measured again
+            summary.setdefault("resumed", []).append(name)
+        targs = ["tune", str(files[name]), "--batch-size", "8", "--store", str(store),
                  "--out", str(work / name), *common]  # fmt: skip
         rc, wall = kp(targs, log, max(45.0, left() - 15.0))
+        if store.exists():  # what a phase cut by the deadline measured comes back, for --resume
+            shutil.copyfile(store, out / f"store_{name}.sqlite")
         run_json = work / name / "run.json"
         entry: dict[str, Any] = {
             "rc": rc,

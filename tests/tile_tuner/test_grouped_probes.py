@@ -58,3 +58,28 @@ def test_load_probe_names_a_workload_without_a_winner():
 
     with pytest.raises(SystemExit, match="nope"):
         load_probe("grouped_load_probe").winners(json.loads(RECORD.read_text()), {"nope"})
+
+
+def _tried(label: str, ms: float | None, swap: bool, status: str = "ok") -> dict:
+    return {"label": label, "time_ms": ms, "status": status, "config": {"swap_ab": True} if swap else {}}
+
+
+def test_family_split_compares_the_fastest_of_each_side_and_skips_failed_configs():
+    split = load_probe("family_split").split_workload
+    workload = {
+        "name": "w",
+        "tried": [
+            _tried("a_swap", 1.2, True),
+            _tried("b_swap", 0.9, True, status="compile_error"),  # failed: not a measurement
+            _tried("c", 1.5, False),
+            _tried("d", 1.8, False),
+            _tried("e_swap", None, True),  # no time: not measured
+        ],
+    }
+    row = split(workload, "swap_ab")
+    assert row["measured"] == 3
+    assert row["with"] == {"measured": 1, "best": "a_swap", "best_ms": 1.2}
+    assert row["without"] == {"measured": 2, "best": "c", "best_ms": 1.5}
+    assert row["without_over_with"] == pytest.approx(1.25)
+    one_sided = split({"name": "v", "tried": [_tried("c", 1.5, False)]}, "swap_ab")
+    assert one_sided["with"]["best"] is None and "without_over_with" not in one_sided
