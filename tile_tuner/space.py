@@ -90,22 +90,11 @@ class SearchSpace:
         axes = self.model.search_axes(self.kernel)
         for cfg in self.model.enumerate(self.kernel, self.dtype, self.problem):
             cfg = self._twin(cfg)
-            if not matches_filter(cfg, self.space_filter, axes) or not self._opted_in(cfg):
+            if not matches_filter(cfg, self.space_filter, axes):
                 continue
             seen.setdefault(config_key(cfg), cfg)
         self.by_key = seen
         self.configs = list(seen.values())
-
-    def _opted_in(self, cfg: Any) -> bool:
-        """Configs of a family the model marks opt-in (a warning whose rule is ``<target>.opt_in.<field>``:
-        legal and compiled, but not yet measured, so the library default does not spend its budget on
-        them) stay in the space only when the space filter names that field, e.g.
-        ``space: {swap_ab: [false, true]}``."""
-        check = self.model.check(cfg, self.problem)
-        fields = [
-            w.rule.split(".opt_in.", 1)[1] for w in getattr(check, "warnings", []) if ".opt_in." in w.rule
-        ]
-        return all(name in (self.space_filter or {}) for name in fields)
 
     def _twin(self, cfg: Any) -> Any:
         if not self.streamk_twins or not hasattr(cfg, "model_copy"):

@@ -298,12 +298,7 @@ class Sm90Model(TargetModel):
             # the grouped program's swap keeps both operands K-major (A = the weight W[N, K], B = the
             # tokens X[M, K]) and writes D^T column-major: no MN-major operand, so no dtype restriction
             # beyond the grouped program's own.  Compiled (benchmarks/results/swap_grouped_compile_check.json)
-            # but not yet run on a GPU: opt-in, so library-default searches keep their measured space
-            out.warn(
-                "sm90.opt_in.swap_ab",
-                "opt-in: the swap-AB grouped kernel compiles but has not been measured on a GPU yet; a search "
-                "includes it when its space names swap_ab (space: {swap_ab: [false, true]})",
-            )
+            # and measured in the library-default space (benchmarks/results/kinds_swap_h100_*)
             return
         # the swapped A operand is B^T, MN-major for row-major B: MN-major smem operands exist for 16-bit
         # MMAs only (sm90_common.inl gmma_ss_tag_to_major_A/B)

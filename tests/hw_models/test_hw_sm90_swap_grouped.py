@@ -1,5 +1,5 @@
 """The swap-AB family of the sm90 ptr-array (grouped / MoE) GEMM: token-side tile widths fitted to the
-groups, legality, opt-in, cost and rendering, on the CPU (no compiler, no GPU).
+groups, legality, its place in the default space, cost and rendering, on the CPU (no compiler, no GPU).
 
 Why the family exists: a torch.mm loop launches one cuBLAS kernel per group and fits its token-side tile
 to that group (on Mixtral's experts of 1034-1044 tokens, 176-wide tiles: 6 x 176 = 1056 rows), while the
@@ -44,11 +44,11 @@ def test_token_side_widths_are_the_least_padding_ones_widest_first() -> None:
 
 
 @pytest.mark.parametrize("kernel", ("grouped_gemm", "moe_gemm"))
-def test_swap_grouped_configs_follow_the_usual_rules_and_are_opt_in(kernel: str) -> None:
+def test_swap_grouped_configs_follow_the_usual_rules(kernel: str) -> None:
     sm90 = get_target_model("sm90")
     res = sm90.check(_cfg(kernel, [128, 208, 64], "cooperative", (2, 1)))
     assert res.valid, res.rules()
-    assert [w.rule for w in res.warnings] == ["sm90.opt_in.swap_ab"]
+    assert not res.warnings, [w.rule for w in res.warnings]
     # 256x176 cooperative keeps 176 accumulators per thread; 256x208 would need 208 (limit 192)
     assert sm90.check(_cfg(kernel, [256, 176, 64], "cooperative")).valid
     assert "sm90.acc_registers" in sm90.check(_cfg(kernel, [256, 208, 64], "cooperative")).rules()
@@ -59,16 +59,16 @@ def test_swap_grouped_configs_follow_the_usual_rules_and_are_opt_in(kernel: str)
     assert "sm90.swap_ab_kernel" in res.rules()
 
 
-def test_the_family_joins_a_search_only_when_its_space_names_swap_ab() -> None:
+def test_the_family_is_in_the_default_space_and_a_space_filter_can_leave_it_out() -> None:
     sm90 = get_target_model("sm90")
     enumerated = list(sm90.enumerate("moe_gemm", "bf16", MIXTRAL))
     swapped = [c for c in enumerated if c.swap_ab]
     assert swapped and {c.tile[1] for c in swapped} == {176, 208, 224}
     assert {c.tile[2] for c in swapped} == {64} and all(c.launch == "grouped" for c in swapped)
     default = SearchSpace(sm90, "moe_gemm", "bf16", MIXTRAL)
-    assert not any(c.swap_ab for c in default.configs)
-    opted = SearchSpace(sm90, "moe_gemm", "bf16", MIXTRAL, space_filter={"swap_ab": [False, True]})
-    assert len(opted) == len(default) + len(swapped)
+    assert {c.label() for c in swapped} <= {c.label() for c in default.configs}
+    unswapped = SearchSpace(sm90, "moe_gemm", "bf16", MIXTRAL, space_filter={"swap_ab": [False]})
+    assert len(unswapped) == len(default) - len(swapped) and not any(c.swap_ab for c in unswapped.configs)
     only = SearchSpace(sm90, "moe_gemm", "bf16", MIXTRAL, space_filter={"swap_ab": [True]})
     assert {c.label() for c in only.configs} == {c.label() for c in swapped}
     # dense GEMMs keep their own (tiny-M) swap family only
