@@ -132,7 +132,7 @@ def export(
             raise InputError(
                 "nothing exportable: every tuned problem was left out (see the notes)", field="workloads"
             )
-        doc = dispatch_document(table, source, name)
+        doc = dispatch_document(table, source, name, timed_rows=all_rows)
         doc["ops"] = sorted(
             ({"gemm"} if table.rows else set())
             | {r.op for r in grouped.rows}

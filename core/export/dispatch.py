@@ -11,7 +11,7 @@ model's ``check(config, problem)`` on probe problems.  The generated ``select`` 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,9 +151,15 @@ def build_table(
                  min_vendor_ratio=min_vendor_ratio)  # fmt: skip
 
 
-def dispatch_document(table: Table, source: ExportSource, name: str) -> dict[str, Any]:
-    """``dispatch.json``: every row with where it came from and which time it was exported with."""
-    search_only = all(r.entry.time_source == "search" for r in table.rows)
+def dispatch_document(
+    table: Table, source: ExportSource, name: str, timed_rows: Sequence[Any] | None = None
+) -> dict[str, Any]:
+    """``dispatch.json``: every row with where it came from and which time it was exported with.
+
+    ``timed_rows``: every exported row whose time the ``times`` line describes, where the project has
+    more tables than the GEMM one (the sm90 grouped and attention rows); default: the GEMM rows."""
+    rows = table.rows if timed_rows is None else timed_rows
+    search_only = all(r.entry.time_source == "search" for r in rows)
     return {
         "name": name,
         "target": table.target,

@@ -64,6 +64,8 @@ def test_every_tuned_problem_is_exported_with_its_run_evidence(kinds_export):
     doc = json.loads((kinds_export / "dispatch.json").read_text())
     wls = _workloads()
     assert doc["ops"] == ["attention", "grouped_mm", "moe_gemm"] and doc["entries"] == []
+    # no GEMM rows, but every kind row carries its confirmed time: the file says so, as the CLI does
+    assert doc["times"].startswith("confirmed medians"), doc["times"]
     grouped = {e["origin"]["workload"]: e for e in doc["grouped"]["entries"]}
     attention = {e["origin"]["workload"]: e for e in doc["attention"]["entries"]}
     # the one grouped problem whose groups differ in (N, K) is reported, not dropped silently
