@@ -343,6 +343,19 @@ def versions() -> dict[str, Any]:
     return out
 
 
+def copy_store(src: Path, dest: Path) -> None:
+    """One self-contained copy of a results store.  The store runs in WAL mode, and a tune stopped by the
+    deadline leaves its last results in the ``-wal`` file beside the database; SQLite's backup reads
+    through it, where copying the database file alone would drop them."""
+    import sqlite3
+
+    dest.unlink(missing_ok=True)
+    with sqlite3.connect(src) as source, sqlite3.connect(dest) as target:
+        source.backup(target)
+    source.close()
+    target.close()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
@@ -475,7 +488,7 @@ def main() -> int:
                  "--out", str(work / name), *common]  # fmt: skip
         rc, wall = kp(targs, log, max(45.0, left() - 15.0))
         if store.exists():  # what a phase cut by the deadline measured comes back, for --resume
-            shutil.copyfile(store, out / f"store_{name}.sqlite")
+            copy_store(store, out / f"store_{name}.sqlite")
         run_json = work / name / "run.json"
         entry: dict[str, Any] = {
             "rc": rc,

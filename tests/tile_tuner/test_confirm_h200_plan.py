@@ -101,3 +101,32 @@ def test_space_option_filters_the_grouped_kinds_only(tmp_path):
     ]
     bad = subprocess.run([*base, "--space", '["swap_ab"]'], capture_output=True, text=True, timeout=300)
     assert bad.returncode != 0 and "--space" in bad.stderr
+
+
+def test_store_copy_keeps_the_results_a_stopped_tune_left_in_the_wal(tmp_path):
+    """A tune stopped by the deadline leaves its last results in the store's -wal file; the copy the
+    driver hands back (for --resume) must hold them, which a copy of the database file alone does not."""
+    import importlib.util
+    import shutil
+    import sqlite3
+
+    spec = importlib.util.spec_from_file_location("confirm_h200", REPO / "benchmarks" / "confirm_h200.py")
+    driver = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(driver)
+    store = tmp_path / "moe_gemm.sqlite"
+    writer = sqlite3.connect(store)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("CREATE TABLE results (config TEXT, ms REAL)")
+    writer.execute("INSERT INTO results VALUES ('128x176x64_swap', 1.25)")
+    writer.commit()  # committed into the WAL; the writer still holds it open, as a killed tune would
+    try:
+        shutil.copyfile(store, tmp_path / "plain.sqlite")
+        plain = sqlite3.connect(tmp_path / "plain.sqlite")
+        assert plain.execute("SELECT name FROM sqlite_master").fetchall() == []  # what the copy would lose
+        plain.close()
+        driver.copy_store(store, tmp_path / "store_moe_gemm.sqlite")
+    finally:
+        writer.close()
+    copied = sqlite3.connect(tmp_path / "store_moe_gemm.sqlite")
+    assert copied.execute("SELECT config, ms FROM results").fetchall() == [("128x176x64_swap", 1.25)]
+    copied.close()
