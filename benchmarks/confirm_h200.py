@@ -20,7 +20,8 @@ Phases (in this order, each skipped with a note when the deadline would be passe
 Writes into --out: summary.json (versions, commands, phase wall times, per-workload table, the cost
 of confirmation, the ncu check), run_gemm.json, run_kinds.json, log.txt, ncu_tuned.csv, ncu_vendor.csv
 and each tune phase's results store, store_<phase>.sqlite: a later call given ``--resume`` that folder
-goes on from it, so a phase the deadline cut does not measure its configs again.  From the repository root on the GPU machine:
+goes on from it, so a phase the deadline cut does not measure its configs again.  From the repository
+root on the GPU machine:
 
     python3 benchmarks/confirm_h200.py --out $OUT --jobs 16 --deadline-s 510
 
@@ -393,6 +394,12 @@ def main() -> int:
         help="the tuner's interleaved confirmation rounds (its default, 3); more steady a record on a noisy GPU",
     )
     args = ap.parse_args()
+    if args.resume and not Path(args.resume).is_dir():
+        print(
+            f"error: --resume: {args.resume} is not a folder (the output folder of an earlier call)",
+            file=sys.stderr,
+        )
+        return 2
     t_start = time.time()
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)

@@ -130,3 +130,11 @@ def test_store_copy_keeps_the_results_a_stopped_tune_left_in_the_wal(tmp_path):
     copied = sqlite3.connect(tmp_path / "store_moe_gemm.sqlite")
     assert copied.execute("SELECT config, ms FROM results").fetchall() == [("128x176x64_swap", 1.25)]
     copied.close()
+
+
+def test_resume_from_a_missing_folder_is_refused_by_name(tmp_path):
+    r = subprocess.run([sys.executable, str(REPO / "benchmarks" / "confirm_h200.py"), "--out", str(tmp_path / "o"),
+                        "--work", str(tmp_path / "w"), "--plan-only", "--resume", str(tmp_path / "nope")],
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert r.returncode == 2 and "--resume" in r.stderr and "nope" in r.stderr
+    assert not (tmp_path / "w").exists()
