@@ -2,8 +2,9 @@
 
 ``kernelpilot export`` of the run's grouped and MoE documents (every tuned kernel kept), then each
 selected translation unit of the export's ``csrc/grouped/`` compiled for sm_90a with the flags the
-export's CMakeLists gives its kernels, and its ptxas output read for the GEMM kernel entry: spill bytes,
-registers, the WGMMA atom and the mainloop stages (``parse_log`` of hw_models_sm90_compile_check.py).
+export's CMake part gives its grouped kernels, and its ptxas output read for the GEMM kernel entry:
+spill bytes, registers, the WGMMA atom and the mainloop stages (``parse_log`` of
+hw_models_sm90_compile_check.py).
 This is the operator a user installs, not the tuning program: the swap-AB family's exported kernel
 launches the swapped shapes and pointers from its own prepare kernel.  No GPU is needed::
 
@@ -30,12 +31,12 @@ from pathlib import Path
 
 from hw_models_sm90_compile_check import parse_log  # the ptxas -v reader of the dense compile check
 
+# the grouped program's flags: the export builds its grouped kernels with exactly these, less ptxas's
+# register report (core/export/cuda_project.py kind_parts), which this check keeps to read it
+from kernelpilot.dsl_plugins.cuda.grouped_gemm import NVCC_FLAGS
 from kernelpilot.toolchain import tool_version
 
 REPO = Path(__file__).resolve().parents[1]
-# the export's kernel flags (cpp_templates/export/cuda/CMakeLists.txt.j2), plus ptxas's report
-NVCC_FLAGS = ["-std=c++17", "-O3", "-DNDEBUG", "-gencode", "arch=compute_90a,code=sm_90a",
-              "--expt-relaxed-constexpr", "-Xptxas", "-v"]  # fmt: skip
 
 
 def split_runs(paths: list[str], dest: Path) -> list[Path]:
@@ -105,7 +106,7 @@ def main() -> int:
         + (" --only-swap" if args.only_swap else "")
         + f" --jobs {args.jobs} --out benchmarks/results/{Path(args.out).name}",
         "nvcc": tool_version("nvcc"),
-        "nvcc_flags": NVCC_FLAGS,
+        "nvcc_flags": list(NVCC_FLAGS),
         "rows": rows,
     }
     Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
