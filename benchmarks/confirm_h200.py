@@ -344,6 +344,19 @@ def versions() -> dict[str, Any]:
     return out
 
 
+def parse_space(text: str) -> dict[str, list[Any]] | None:
+    """``--space``: None when not given, else the filter; ValueError unless a JSON object of lists."""
+    if not text:
+        return None
+    try:
+        space = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg}): {text!r}") from None
+    if not (isinstance(space, dict) and all(isinstance(v, list) for v in space.values())):
+        raise ValueError(f"a JSON object of field -> list of allowed values, got {text!r}")
+    return space
+
+
 def copy_store(src: Path, dest: Path) -> None:
     """One self-contained copy of a results store.  The store runs in WAL mode, and a tune stopped by the
     deadline leaves its last results in the ``-wal`` file beside the database; SQLite's backup reads
@@ -400,6 +413,11 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        space = parse_space(args.space)
+    except ValueError as exc:
+        print(f"error: --space: {exc}", file=sys.stderr)
+        return 2
     t_start = time.time()
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)
@@ -433,11 +451,6 @@ def main() -> int:
             f"error: --workloads: unknown {sorted(only - known)}; allowed: {sorted(known)}", file=sys.stderr
         )
         return 2
-    space = json.loads(args.space) if args.space else None
-    if space is not None and not (
-        isinstance(space, dict) and all(isinstance(v, list) for v in space.values())
-    ):
-        raise SystemExit(f"--space: a JSON object of field -> list of allowed values, got {args.space!r}")
     files = {k: v for k, v in batches(work, budgets, only, space).items() if k in phases or args.plan_only}
     summary["batches"] = {k: v.read_text() for k, v in files.items()}
     plans: dict[str, Any] = {}

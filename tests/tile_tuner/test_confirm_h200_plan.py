@@ -99,8 +99,9 @@ def test_space_option_filters_the_grouped_kinds_only(tmp_path):
     assert w["planned"] and not any(p["config"].get("swap_ab") for p in w["planned"]), [
         p["label"] for p in w["planned"]
     ]
-    bad = subprocess.run([*base, "--space", '["swap_ab"]'], capture_output=True, text=True, timeout=300)
-    assert bad.returncode != 0 and "--space" in bad.stderr
+    for text in ('["swap_ab"]', '{"swap_ab": false}', "{swap_ab: [false]}"):  # a list; a bare value; not JSON
+        bad = subprocess.run([*base, "--space", text], capture_output=True, text=True, timeout=300)
+        assert bad.returncode == 2 and "--space" in bad.stderr and text in bad.stderr, bad.stderr
 
 
 def test_store_copy_keeps_the_results_a_stopped_tune_left_in_the_wal(tmp_path):
