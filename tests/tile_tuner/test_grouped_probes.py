@@ -83,3 +83,16 @@ def test_family_split_compares_the_fastest_of_each_side_and_skips_failed_configs
     assert row["without_over_with"] == pytest.approx(1.25)
     one_sided = split({"name": "v", "tried": [_tried("c", 1.5, False)]}, "swap_ab")
     assert one_sided["with"]["best"] is None and "without_over_with" not in one_sided
+
+
+def test_export_compile_check_without_cutlass_is_refused_by_name(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "CUTLASS_DIR"}
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "export_grouped_compile_check.py"),
+                        "--runs", str(RECORD), "--out", str(tmp_path / "out.json")],
+                       capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+    assert r.returncode == 1 and "--cutlass-dir (or CUTLASS_DIR)" in r.stderr, r.stderr
+    assert not (tmp_path / "out.json").exists()
