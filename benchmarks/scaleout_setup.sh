@@ -2,7 +2,7 @@
 # Sourced by benchmarks/scaleout_h200.sh and benchmarks/scaleout_2gpu.sh on the GPU machine
 # (repository root; works without network access).  Carried, git-ignored inputs:
 #   .whl/        cp312 wheels of what the device image lacks (dask, distributed, pydantic, optuna, ...)
-#   .kp-cutlass/cutlass-4.2-include.tar.xz   CUTLASS 4.2 include/ + tools/util/include/
+#   .kp-cutlass/cutlass-4.2-include.tar.xz   CUTLASS 4.2 include/, tools/util/include/, example 88's FMHA (benchmarks/README.md)
 # Leaves: PYTHONPATH with the wheels, kernelpilot installed editable, CUTLASS_DIR, OUT.
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"

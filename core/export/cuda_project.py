@@ -88,21 +88,25 @@ FMHA_INCLUDE = "examples/88_hopper_fmha"  # under the CUTLASS tree, as in a chec
 
 def kind_parts(grouped: Any, attention: Any, name: str) -> list[dict[str, Any]]:
     """The CMake and Python pieces of the kinds other than GEMM present in the export."""
+    from kernelpilot.dsl_plugins.cuda.fmha import FMHA_NVCC_FLAGS
     from kernelpilot.dsl_plugins.cuda.grouped_gemm import NVCC_FLAGS as GROUPED_FLAGS
 
-    # the grouped and FMHA programs' flags (fmha builds with the grouped recipe), less the register report
-    flags = [f for f in GROUPED_FLAGS if not f.startswith("-Xptxas") and f != "-v"]
+    def flags(program_flags: tuple[str, ...]) -> list[str]:
+        """The kind's tuning-program flags, less the register report."""
+        return [f for f in program_flags if not f.startswith("-Xptxas") and f != "-v"]
+
     parts = []
     if grouped is not None and grouped.rows:  # rows but no kernels: every problem is vendor-served
         parts.append({"key": "grouped", "title": "grouped GEMM", "ops": "grouped_mm, moe_gemm",
                       "sources": [f"csrc/grouped/{k.symbol}.cu" for k in grouped.kernels] + ["csrc/grouped_table.cu"],
-                      "extra_includes": [], "nvcc_flags": flags, "op_source": "csrc/grouped_ops.cpp",
+                      "extra_includes": [], "nvcc_flags": flags(GROUPED_FLAGS), "op_source": "csrc/grouped_ops.cpp",
                       "python": "export/cuda/grouped_py.j2"})  # fmt: skip
     if attention is not None and attention.rows:
         parts.append({"key": "attention", "title": "attention (Hopper FMHA)", "ops": "attention",
                       "sources": [f"csrc/attention/{k.symbol}.cu" for k in attention.kernels]
                       + ["csrc/attention_table.cu"],
-                      "extra_includes": [FMHA_INCLUDE], "nvcc_flags": flags, "op_source": "csrc/attention_ops.cpp",
+                      "extra_includes": [FMHA_INCLUDE], "nvcc_flags": flags(FMHA_NVCC_FLAGS),
+                      "op_source": "csrc/attention_ops.cpp",
                       "python": "export/cuda/attention_py.j2"})  # fmt: skip
     return parts
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from kernelpilot.dsl_plugins.cuda.grouped_gemm import (
     DTYPES,
+    NVCC_FLAGS,
     _as_int,
     c_string,
     config_dict,
@@ -33,7 +34,15 @@ from kernelpilot.dsl_plugins.cuda.grouped_gemm import (
 from kernelpilot.errors import InputError, ToolMissingError
 from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram, TileKernelBase
 
-TEMPLATE_VERSION = "2"
+# 2: timed launches replayed from a CUDA graph; 3: built with -ftz=true (FMHA_NVCC_FLAGS)
+TEMPLATE_VERSION = "3"
+#: The grouped programs' flags plus ``-ftz=true``.  The collective's softmax calls ``exp2f``; without
+#: denormal flushing nvcc wraps every MUFU.EX2 in a range test and two multiplies (the subnormal path), three
+#: extra ALU instructions per score on the softmax's critical path (the FMHA kernel of the hd64 prefill
+#: program: 3040 SASS instructions, 2416 with the flag; benchmarks/fmha_ftz_sass_check.py).  CUTLASS builds
+#: example 88 with ``--use_fast_math`` (examples/88_hopper_fmha/CMakeLists.txt), which implies it;
+#: ``-ftz=true`` alone keeps the program's fp32 reference on the precise ``expf`` and division.
+FMHA_NVCC_FLAGS = (*NVCC_FLAGS, "-ftz=true")
 HEAD_DIMS = (32, 64, 128, 256)
 SCHEDULE_TYPES = {
     "tma": "cutlass::gemm::KernelTma",
@@ -313,7 +322,9 @@ class FmhaKernel(TileKernelBase):
         # One FMHA config (one fusion, one head dim): 3.9 GB peak measured (nvcc 13.0); example 88 (57 kernels) 10.8 GB.
         dry = bool(options.get("dry_run"))
         extra = fmha_include_dir(options.get("cutlass_dir"), required=not dry)
-        return cuda_build_recipe(4.5, float(options.get("build_timeout_s", 1500)), options, extra)
+        return cuda_build_recipe(
+            4.5, float(options.get("build_timeout_s", 1500)), options, extra, flags=FMHA_NVCC_FLAGS
+        )
 
     def render(self, config: Any, problem: dict[str, Any], target: str) -> RenderedProgram:
         cfg = normalize_fmha_config(config, problem["head_dim"])

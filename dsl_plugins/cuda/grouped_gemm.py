@@ -342,8 +342,10 @@ def cuda_build_recipe(
     timeout_s: float,
     options: dict[str, Any],
     extra_includes: tuple[Path, ...] = (),
+    flags: tuple[str, ...] = NVCC_FLAGS,
 ) -> BuildRecipe:
-    """nvcc for sm_90a with the CUTLASS headers found by kernelpilot.toolchain.
+    """nvcc for sm_90a with the CUTLASS headers found by kernelpilot.toolchain (``flags``: the grouped
+    programs' by default; the FMHA programs add to them).
 
     A dry run (``options["dry_run"]``) renders programs and the CMake project only, so it must work on
     a machine without nvcc or CUTLASS: the recipe then names what is missing instead of raising.
@@ -364,7 +366,7 @@ def cuda_build_recipe(
     return BuildRecipe(
         compiler=nvcc or "nvcc",
         language="CUDA",
-        flags=NVCC_FLAGS,
+        flags=flags,
         include_dirs=(*includes, *extra_includes),
         toolchain_version=(tool_version("nvcc") or "") if nvcc else "",
         library_version=f"cutlass {tree.version}" if tree else "cutlass (not found)",

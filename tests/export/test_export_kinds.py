@@ -292,13 +292,19 @@ def test_package_registers_the_ops_and_their_fakes(kinds_export):
     cmake = (kinds_export / "CMakeLists.txt").read_text()
     assert 'cmake/grouped.cmake"' in cmake and 'cmake/attention.cmake"' in cmake
     # the kinds' libraries build with the flags their tuning programs were built with
+    from kernelpilot.dsl_plugins.cuda.fmha import FMHA_NVCC_FLAGS
     from kernelpilot.dsl_plugins.cuda.grouped_gemm import NVCC_FLAGS
 
     part = (kinds_export / "cmake" / "attention.cmake").read_text()
     assert "examples/88_hopper_fmha" in part and "csrc/attention_ops.cpp" in part
-    for flag in NVCC_FLAGS:
+    for flag in FMHA_NVCC_FLAGS:
         if flag not in ("-Xptxas", "-v"):
             assert f"$<$<COMPILE_LANGUAGE:CUDA>:{flag}>" in part
+    grouped_part = (kinds_export / "cmake" / "grouped.cmake").read_text()
+    for flag in NVCC_FLAGS:
+        if flag not in ("-Xptxas", "-v"):
+            assert f"$<$<COMPILE_LANGUAGE:CUDA>:{flag}>" in grouped_part
+    assert "-ftz=true" in part and "-ftz=true" not in grouped_part  # the FMHA programs' flag, theirs only
 
 
 def test_bad_kind_inputs_exit_2_and_write_nothing(tmp_path):

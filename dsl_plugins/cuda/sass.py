@@ -1,0 +1,59 @@
+"""Opcode counts of a cubin's SASS, per kernel: what a build flag or template change did to the machine code.
+
+A compile can be judged on a machine without a GPU by the instructions it produced: the FMHA programs'
+``-ftz=true`` (``fmha.FMHA_NVCC_FLAGS``) is checked this way, by the range tests and multiplies that leave
+the softmax once ``exp2f`` may flush denormals.  ``cuobjdump`` ships with the CUDA toolkit and, without
+one, inside Triton's wheel (``triton/backends/nvidia/bin``), so it is looked for in both.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+from kernelpilot.errors import ToolMissingError
+
+#: one SASS instruction line: ``/*0130*/  @!P0 FMUL R3, R3, 0.5 ;`` -> the opcode's first part (``FMUL``)
+_INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)")
+_FUNCTION = re.compile(r"^\s*Function : (\S+)", re.MULTILINE)
+
+
+def find_cuobjdump() -> Path:
+    """cuobjdump on PATH, beside nvcc, or in Triton's wheel; ToolMissingError naming all three."""
+    from kernelpilot.toolchain import which
+
+    found = which("cuobjdump")
+    if found:
+        return Path(found)
+    nvcc = which("nvcc")
+    if nvcc and (Path(nvcc).parent / "cuobjdump").exists():
+        return Path(nvcc).parent / "cuobjdump"
+    try:
+        import triton
+
+        bundled = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+        if bundled.exists():
+            return bundled
+    except ImportError:
+        pass
+    raise ToolMissingError("cuobjdump not found: not on PATH, not beside nvcc, not in the triton wheel")
+
+
+def opcode_counts(sass: str) -> dict[str, Counter[str]]:
+    """Per function of ``cuobjdump -sass`` text, how often each opcode (without modifiers) occurs."""
+    counts: dict[str, Counter[str]] = {}
+    marks = list(_FUNCTION.finditer(sass))
+    for i, mark in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(sass)
+        counts[mark.group(1)] = Counter(_INSTRUCTION.findall(sass, mark.end(), end))
+    return counts
+
+
+def cubin_opcode_counts(cubin: Path) -> dict[str, Counter[str]]:
+    """:func:`opcode_counts` of a cubin disassembled by :func:`find_cuobjdump`."""
+    done = subprocess.run([str(find_cuobjdump()), "-sass", str(cubin)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"cuobjdump -sass {cubin} failed: {done.stderr.strip()[-500:]}")
+    return opcode_counts(done.stdout)
