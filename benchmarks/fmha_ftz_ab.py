@@ -1,0 +1,178 @@
+"""The FMHA programs with and without ``-ftz=true``, timed side by side on one GPU.
+
+``fmha_ftz_sass_check.py`` counts what the flag removes from the kernels; this measures what it is worth.
+For each case of that script (the confirmed H200 winners, head dims 64 and 128, prefill and decode) the
+tuner's program is built twice, with the grouped programs' flags (the FMHA build up to template 2) and
+with ``FMHA_NVCC_FLAGS``; on the GPU both run in alternating order for ``--rounds`` rounds (each run: the
+program's own checks, then its CUDA-graph timing, median of its repetitions), and the record holds every
+round, the medians and ``speedup`` = median without / median with the flag.  A run that fails its check
+or prints no result marks its case failed; the others go on.
+
+    # CPU (or the device's 16 cores): build whatever DIR lacks
+    python benchmarks/fmha_ftz_ab.py build --dir .kp-ftz-ab --jobs 2
+    # GPU
+    python benchmarks/fmha_ftz_ab.py run --dir .kp-ftz-ab --rounds 6 --out $OUT/fmha_ftz_ab.json
+
+CUTLASS headers with ``examples/88_hopper_fmha``: ``--cutlass-dir`` or ``CUTLASS_DIR`` (build only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import statistics
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from cuda_kinds_common import kernels, problems
+from fmha_ftz_sass_check import DEFAULT_CASES, FLAG_SETS
+
+from kernelpilot.errors import ToolMissingError
+from kernelpilot.tile_tuner.kernel_api import parse_result_line
+from kernelpilot.toolchain import tool_version
+
+MANIFEST = "manifest.json"
+
+
+def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
+    """Render every case and build both flag variants into ``folder`` (those already there are kept)."""
+    ks, probs = kernels(), problems()
+    try:
+        recipe = ks["fa_prefill"].build_recipe("sm90", {"cutlass_dir": cutlass_dir or None})
+    except ToolMissingError as exc:
+        print(f"error: {exc} (--cutlass-dir or CUTLASS_DIR)", file=sys.stderr)
+        return 1
+    folder.mkdir(parents=True, exist_ok=True)
+    includes = [f"-I{p}" for p in recipe.include_dirs]
+    cases, todo = [], []
+    for i, (kind, workload, config) in enumerate(DEFAULT_CASES):
+        kernel, problem = ks[kind], probs[kind][workload]
+        ((_, text),) = kernel.render(config, problem, "sm90").sources.items()
+        source = folder / f"case{i}.cu"
+        source.write_text(text)
+        argv, _ = kernel.run_command(Path("BINARY"), problem, {})
+        binaries = {label: f"case{i}_{label}" for label in FLAG_SETS}
+        cases.append(
+            {"kind": kind, "workload": workload, "config": config, "args": argv[1:], "binaries": binaries}
+        )
+        todo += [(source, FLAG_SETS[label], folder / name) for label, name in binaries.items()
+                 if not (folder / name).exists()]  # fmt: skip
+
+    def compile_one(job: tuple[Path, tuple[str, ...], Path]) -> str:
+        source, flags, binary = job
+        flags = tuple(f for f in flags if f not in ("-Xptxas", "-v"))
+        done = subprocess.run(
+            ["nvcc", *flags, *includes, "-o", str(binary), str(source)], capture_output=True, text=True
+        )
+        return "" if done.returncode == 0 else f"{binary.name}: {done.stderr.strip()[-800:]}"
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        errors = [e for e in pool.map(compile_one, todo) if e]
+    manifest = {"nvcc": tool_version("nvcc"), "cutlass": recipe.library_version,
+                "flags": {label: list(flags) for label, flags in FLAG_SETS.items()}, "cases": cases}  # fmt: skip
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    for error in errors:
+        print(error, file=sys.stderr)
+    print(f"built {len(todo) - len(errors)} of {len(todo)} missing programs into {folder}")
+    return 1 if errors else 0
+
+
+def run_once(binary: Path, args: list[str]) -> dict:
+    """One program run: its median ms when it passed its checks, else why not."""
+    done = subprocess.run([str(binary), *args], capture_output=True, text=True)
+    try:
+        result = parse_result_line(done.stdout)
+    except ValueError as exc:
+        return {"ok": False, "why": f"rc={done.returncode}: {exc}; {done.stderr.strip()[-300:]}"}
+    passed = result.verification is not None and result.verification.passed
+    if result.status != "ok" or not passed or result.time_ms is None:
+        return {"ok": False, "why": f"status={result.status} verification={passed} {result.message}".strip()}
+    return {"ok": True, "ms": result.time_ms.median}
+
+
+def measure(folder: Path, rounds: int) -> list[dict]:
+    """Every case's two programs in alternating order, ``rounds`` times; medians and the speedup."""
+    manifest = json.loads((folder / MANIFEST).read_text())
+    rows = []
+    for case in manifest["cases"]:
+        labels = list(case["binaries"])
+        times: dict[str, list[float]] = {label: [] for label in labels}
+        failure = ""
+        for r in range(rounds):
+            for label in labels if r % 2 == 0 else labels[::-1]:
+                got = run_once(folder / case["binaries"][label], case["args"])
+                if not got["ok"]:
+                    failure = f"{label}: {got['why']}"
+                    break
+                times[label].append(got["ms"])
+            if failure:
+                break
+        row = {key: case[key] for key in ("kind", "workload", "config", "args")}
+        if failure:
+            rows.append({**row, "status": "failed", "why": failure, "ms": times})
+            continue
+        med = {label: statistics.median(ts) for label, ts in times.items()}
+        spread = {label: round((max(ts) - min(ts)) / med[label], 4) for label, ts in times.items()}
+        rows.append({**row, "status": "ok", "ms": times, "median_ms": med, "spread": spread,
+                     "speedup": round(med["without_ftz"] / med["with_ftz"], 4)})  # fmt: skip
+    return rows
+
+
+def device_name() -> str:
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True)  # fmt: skip
+        return done.stdout.strip().splitlines()[0] if done.returncode == 0 and done.stdout.strip() else ""
+    except FileNotFoundError:
+        return ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="mode", required=True)
+    b = sub.add_parser("build", help="render and build both variants of every case into --dir")
+    b.add_argument("--dir", required=True)
+    b.add_argument("--cutlass-dir", default=os.environ.get("CUTLASS_DIR", ""))
+    b.add_argument("--jobs", type=int, default=2)
+    r = sub.add_parser("run", help="time both variants side by side (GPU)")
+    r.add_argument("--dir", required=True)
+    r.add_argument("--rounds", type=int, default=6)
+    r.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    folder = Path(args.dir)
+    if args.mode == "build":
+        return build(folder, args.cutlass_dir, args.jobs)
+    if not (folder / MANIFEST).exists():
+        print(f"error: --dir {folder} has no {MANIFEST}: run the build mode first", file=sys.stderr)
+        return 2
+    if args.rounds < 2:
+        print("error: --rounds must be at least 2 (the order alternates between rounds)", file=sys.stderr)
+        return 2
+    rows = measure(folder, args.rounds)
+    manifest = json.loads((folder / MANIFEST).read_text())
+    record = {
+        "what": "FMHA programs with and without -ftz=true, alternating order per round, each run checked; "
+        "speedup = median ms without / median ms with the flag",
+        "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "device": device_name(),
+        "command": f"python benchmarks/fmha_ftz_ab.py run --dir {args.dir} --rounds {args.rounds} --out {Path(args.out).name}",
+        "built_with": {key: manifest[key] for key in ("nvcc", "cutlass", "flags")},
+        "rows": rows,
+    }  # fmt: skip
+    Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
+    for row in rows:
+        if row["status"] != "ok":
+            print(f"{row['workload']:30s} failed: {row['why']}")
+            continue
+        med = row["median_ms"]
+        print(f"{row['workload']:30s} without {med['without_ftz']:.4f} ms  with {med['with_ftz']:.4f} ms  "
+              f"speedup {row['speedup']:.3f}  spread {row['spread']}")  # fmt: skip
+    return 0 if all(row["status"] == "ok" for row in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

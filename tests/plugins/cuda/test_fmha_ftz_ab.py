@@ -1,0 +1,85 @@
+"""benchmarks/fmha_ftz_ab.py's GPU side, run against stand-in programs (shell scripts printing the
+programs' JSON line): alternating order, medians and speedup, a failing case that does not stop the rest."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _driver():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location("fmha_ftz_ab", ROOT / "benchmarks" / "fmha_ftz_ab.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return module
+
+
+def _program(path: Path, log: Path, times: list[float], status: str = "ok", passed: bool = True) -> None:
+    """A stand-in that logs its name and arguments and prints the next of ``times`` as its result line."""
+    result = {
+        "status": status,
+        "kernel": "fa_prefill",
+        "config": {},
+        "problem": {},
+        "verification": {"passed": passed},
+    }
+    path.write_text(
+        f"#!{sys.executable}\n"
+        "import json, pathlib, sys\n"
+        f"log, counter = pathlib.Path({str(log)!r}), pathlib.Path({str(path) + '.n'!r})\n"
+        "n = int(counter.read_text()) if counter.exists() else 0\n"
+        "counter.write_text(str(n + 1))\n"
+        f"log.open('a').write(' '.join([{path.name!r}, *sys.argv[1:]]) + '\\n')\n"
+        f"t = {times!r}[n]\n"
+        f"print(json.dumps({{**{result!r}, 'time_ms': {{'median': t, 'min': t, 'max': t, 'repetitions': 5}}}}))\n"
+    )
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+def test_rounds_alternate_and_a_failing_case_is_reported_while_the_others_are_measured(tmp_path):
+    drv = _driver()
+    log = tmp_path / "calls.log"
+    _program(tmp_path / "a_off", log, [2.0, 2.2, 2.0, 2.1])
+    _program(tmp_path / "a_on", log, [1.6, 1.6, 1.7, 1.6])
+    _program(tmp_path / "b_off", log, [1.0, 1.0, 1.0, 1.0])
+    _program(tmp_path / "b_on", log, [0.9, 0.9, 0.9, 0.9], status="wrong_result", passed=False)
+    cases = [
+        {"kind": "fa_prefill", "workload": "w_a", "config": {"tile": [128, 128, 64]}, "args": ["--b=4"],
+         "binaries": {"without_ftz": "a_off", "with_ftz": "a_on"}},
+        {"kind": "fa_decode", "workload": "w_b", "config": {"tile": [64, 64, 64]}, "args": ["--b=64"],
+         "binaries": {"without_ftz": "b_off", "with_ftz": "b_on"}},
+    ]  # fmt: skip
+    (tmp_path / drv.MANIFEST).write_text(json.dumps({"cases": cases}))
+    rows = drv.measure(tmp_path, rounds=4)
+    a, b = rows
+    calls = [line.split()[0] for line in log.read_text().splitlines()]
+    # case a: off/on, then on/off, ... ; case b stops at its first failing run
+    assert calls[:8] == ["a_off", "a_on", "a_on", "a_off", "a_off", "a_on", "a_on", "a_off"]
+    assert calls[8:] == ["b_off", "b_on"]
+    assert all(line.endswith("--b=4") for line in log.read_text().splitlines()[:8])
+    assert a["status"] == "ok"
+    assert a["median_ms"] == {"without_ftz": 2.05, "with_ftz": 1.6}
+    assert a["speedup"] == round(2.05 / 1.6, 4)
+    assert a["spread"]["without_ftz"] == round(0.2 / 2.05, 4)
+    assert b["status"] == "failed" and b["why"].startswith("with_ftz: status=wrong_result")
+
+
+def test_run_without_a_built_folder_exits_2_naming_the_flag(tmp_path, capsys):
+    drv = _driver()
+    out = tmp_path / "out.json"
+    assert drv.main(["run", "--dir", str(tmp_path / "nothing"), "--out", str(out)]) == 2
+    assert "--dir" in capsys.readouterr().err and not out.exists()
+    os.makedirs(tmp_path / "built")
+    (tmp_path / "built" / drv.MANIFEST).write_text(json.dumps({"cases": []}))
+    assert drv.main(["run", "--dir", str(tmp_path / "built"), "--rounds", "1", "--out", str(out)]) == 2
+    assert "--rounds" in capsys.readouterr().err and not out.exists()
