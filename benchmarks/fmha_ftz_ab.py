@@ -48,6 +48,10 @@ def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
         return 1
     folder.mkdir(parents=True, exist_ok=True)
     includes = [f"-I{p}" for p in recipe.include_dirs]
+    # the programs' flags less ptxas's register report (not part of the code)
+    flag_sets = {
+        label: tuple(f for f in flags if f not in ("-Xptxas", "-v")) for label, flags in FLAG_SETS.items()
+    }
     cases, todo = [], []
     for i, (kind, workload, config) in enumerate(DEFAULT_CASES):
         kernel, problem = ks[kind], probs[kind][workload]
@@ -59,12 +63,11 @@ def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
         cases.append(
             {"kind": kind, "workload": workload, "config": config, "args": argv[1:], "binaries": binaries}
         )
-        todo += [(source, FLAG_SETS[label], folder / name) for label, name in binaries.items()
+        todo += [(source, flag_sets[label], folder / name) for label, name in binaries.items()
                  if not (folder / name).exists()]  # fmt: skip
 
     def compile_one(job: tuple[Path, tuple[str, ...], Path]) -> str:
         source, flags, binary = job
-        flags = tuple(f for f in flags if f not in ("-Xptxas", "-v"))
         done = subprocess.run(
             ["nvcc", *flags, *includes, "-o", str(binary), str(source)], capture_output=True, text=True
         )
@@ -73,7 +76,7 @@ def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         errors = [e for e in pool.map(compile_one, todo) if e]
     manifest = {"nvcc": tool_version("nvcc"), "cutlass": recipe.library_version,
-                "flags": {label: list(flags) for label, flags in FLAG_SETS.items()}, "cases": cases}  # fmt: skip
+                "flags": {label: list(flags) for label, flags in flag_sets.items()}, "cases": cases}  # fmt: skip
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     for error in errors:
         print(error, file=sys.stderr)

@@ -4,9 +4,10 @@
 # default config included), confirmation (3 finalists + the default, 3 rounds, extra rounds when
 # unstable) and the vendor baseline (every PyTorch path, each from a rested GPU), through
 # benchmarks/confirm_h200.py; plus the device-to-device copy bandwidth of the same call.
-# Every program comes prebuilt on a CPU (.kp-prebuilt-b16/cache.tar.xz and, for the swap-AB family,
-# .kp-prebuilt-swap/cache.tar.xz; benchmarks/README.md); any the caches lack is built here on 16 cores.
-# From the repository root, carrying .whl, .kp-cutlass, .kp-prebuilt-b16 and .kp-prebuilt-swap:
+# Every program comes prebuilt on a CPU (grouped / MoE: .kp-prebuilt-b16/cache.tar.xz and, for the
+# swap-AB family, .kp-prebuilt-swap/cache.tar.xz; attention, FMHA template 3: .kp-prebuilt-fa3/cache.tar.xz;
+# benchmarks/README.md); any the caches lack is built here on 16 cores.
+# From the repository root, carrying .whl, .kp-cutlass and the pair's caches:
 #   PHASES=fa_prefill,fa_decode BUDGET_S=560 bash benchmarks/kinds_default_h200.sh
 #   PHASES=moe_gemm,grouped_gemm BUDGET_S=560 bash benchmarks/kinds_default_h200.sh
 # SPACE (JSON) adds a space filter to the grouped / MoE kinds, e.g. SPACE='{"swap_ab": [false]}' to leave the
@@ -19,7 +20,7 @@ set -o pipefail
 OUT=${OUT:-/tmp/out}
 PHASES=${PHASES:-fa_prefill,fa_decode,moe_gemm,grouped_gemm}
 mkdir -p "$OUT" /tmp/kp_cache
-# every carried prebuilt cache (.kp-prebuilt-b16, .kp-prebuilt-swap for the swap-AB family): content-addressed
+# every carried prebuilt cache (.kp-prebuilt-b16, -swap, -fa3): content-addressed
 for t in .kp-prebuilt-*/cache.tar.xz; do if [ -f "$t" ]; then tar -xJf "$t" -C /tmp/kp_cache; fi; done
 timeout 60 python3 benchmarks/hbm_copy_h200.py --out "$OUT/hbm_copy.json" 2>&1 | tail -1
 BUDGETS=$(echo "$PHASES" | tr ',' '\n' | sed 's/$/=16/' | paste -sd, -)
