@@ -39,7 +39,8 @@ TEMPLATE_VERSION = "3"
 #: The grouped programs' flags plus ``-ftz=true``.  The collective's softmax calls ``exp2f``; without
 #: denormal flushing nvcc wraps every MUFU.EX2 in a range test and two multiplies (the subnormal path), three
 #: extra ALU instructions per score on the softmax's critical path (the FMHA kernel of the hd64 prefill
-#: program: 3040 SASS instructions, 2416 with the flag; benchmarks/fmha_ftz_sass_check.py).  CUTLASS builds
+#: program: 3040 SASS instructions, 2416 with the flag; benchmarks/fmha_ftz_sass_check.py; 1.07x as fast on an
+#: H100, benchmarks/fmha_ftz_ab.py).  CUTLASS builds
 #: example 88 with ``--use_fast_math`` (examples/88_hopper_fmha/CMakeLists.txt), which implies it;
 #: ``-ftz=true`` alone keeps the program's fp32 reference on the precise ``expf`` and division.
 FMHA_NVCC_FLAGS = (*NVCC_FLAGS, "-ftz=true")
