@@ -28,8 +28,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from cuda_kinds_common import kernels, problems
-from fmha_ftz_sass_check import DEFAULT_CASES, FLAG_SETS
+from fmha_ftz_sass_check import FLAG_SETS, render_cases
 
 from kernelpilot.errors import ToolMissingError
 from kernelpilot.tile_tuner.kernel_api import parse_result_line
@@ -40,30 +39,25 @@ MANIFEST = "manifest.json"
 
 def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
     """Render every case and build both flag variants into ``folder`` (those already there are kept)."""
-    ks, probs = kernels(), problems()
+    folder.mkdir(parents=True, exist_ok=True)
     try:
-        recipe = ks["fa_prefill"].build_recipe("sm90", {"cutlass_dir": cutlass_dir or None})
+        recipe, rendered = render_cases(folder, cutlass_dir)
     except ToolMissingError as exc:
         print(f"error: {exc} (--cutlass-dir or CUTLASS_DIR)", file=sys.stderr)
         return 1
-    folder.mkdir(parents=True, exist_ok=True)
     includes = [f"-I{p}" for p in recipe.include_dirs]
     # the programs' flags less ptxas's register report (not part of the code)
     flag_sets = {
         label: tuple(f for f in flags if f not in ("-Xptxas", "-v")) for label, flags in FLAG_SETS.items()
     }
     cases, todo = [], []
-    for i, (kind, workload, config) in enumerate(DEFAULT_CASES):
-        kernel, problem = ks[kind], probs[kind][workload]
-        ((_, text),) = kernel.render(config, problem, "sm90").sources.items()
-        source = folder / f"case{i}.cu"
-        source.write_text(text)
-        argv, _ = kernel.run_command(Path("BINARY"), problem, {})
-        binaries = {label: f"case{i}_{label}" for label in FLAG_SETS}
+    for case in rendered:
+        argv, _ = case["kernel"].run_command(Path("BINARY"), case["problem"], {})
+        binaries = {label: f"case{case['index']}_{label}" for label in FLAG_SETS}
         cases.append(
-            {"kind": kind, "workload": workload, "config": config, "args": argv[1:], "binaries": binaries}
+            {**{k: case[k] for k in ("kind", "workload", "config")}, "args": argv[1:], "binaries": binaries}
         )
-        todo += [(source, flag_sets[label], folder / name) for label, name in binaries.items()
+        todo += [(case["source"], flag_sets[label], folder / name) for label, name in binaries.items()
                  if not (folder / name).exists()]  # fmt: skip
 
     def compile_one(job: tuple[Path, tuple[str, ...], Path]) -> str:

@@ -33,6 +33,7 @@ from kernelpilot.dsl_plugins.cuda.fmha import FMHA_NVCC_FLAGS, TEMPLATE_VERSION
 from kernelpilot.dsl_plugins.cuda.grouped_gemm import NVCC_FLAGS
 from kernelpilot.dsl_plugins.cuda.sass import cubin_opcode_counts
 from kernelpilot.errors import ToolMissingError
+from kernelpilot.tile_tuner.kernel_api import BuildRecipe
 from kernelpilot.toolchain import tool_version
 
 #: (kind, workload, config): the confirmed winners of kinds_default_h200_verdict.json
@@ -44,6 +45,23 @@ DEFAULT_CASES = (
 )  # fmt: skip
 FLAG_SETS = {"without_ftz": NVCC_FLAGS, "with_ftz": FMHA_NVCC_FLAGS}
 OPCODES = ("MUFU", "FSETP", "FMUL", "FFMA", "FADD", "FMNMX", "HGMMA")
+
+
+def render_cases(folder: Path, cutlass_dir: str) -> tuple[BuildRecipe, list[dict]]:
+    """The FMHA build recipe and every case of DEFAULT_CASES rendered as the tuner renders it into
+    ``folder/case<i>.cu`` (index, kind, workload, config, kernel, problem, source); ToolMissingError without
+    CUTLASS's example 88."""
+    ks, probs = kernels(), problems()
+    recipe = ks["fa_prefill"].build_recipe("sm90", {"cutlass_dir": cutlass_dir or None})
+    cases = []
+    for i, (kind, workload, config) in enumerate(DEFAULT_CASES):
+        kernel, problem = ks[kind], probs[kind][workload]
+        ((_, text),) = kernel.render(config, problem, "sm90").sources.items()
+        source = folder / f"case{i}.cu"
+        source.write_text(text)
+        cases.append({"index": i, "kind": kind, "workload": workload, "config": config, "kernel": kernel,
+                      "problem": problem, "source": source})  # fmt: skip
+    return recipe, cases
 
 
 def compile_cubin(source: Path, flags: tuple[str, ...], includes: list[str], cubin: Path) -> dict:
@@ -75,21 +93,14 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    ks, probs = kernels(), problems()
-    try:
-        recipe = ks["fa_prefill"].build_recipe("sm90", {"cutlass_dir": args.cutlass_dir or None})
-    except ToolMissingError as exc:
-        print(f"error: {exc} (--cutlass-dir or CUTLASS_DIR)", file=sys.stderr)
-        return 1
-    includes = [f"-I{p}" for p in recipe.include_dirs]
     with tempfile.TemporaryDirectory(prefix="kp-ftz-sass-") as tmp:
-        jobs = []
-        for i, (kind, workload, config) in enumerate(DEFAULT_CASES):
-            program = ks[kind].render(config, probs[kind][workload], "sm90")
-            ((_, text),) = program.sources.items()
-            source = Path(tmp) / f"case{i}.cu"
-            source.write_text(text)
-            jobs += [(i, label, source, flags) for label, flags in FLAG_SETS.items()]
+        try:
+            recipe, cases = render_cases(Path(tmp), args.cutlass_dir)
+        except ToolMissingError as exc:
+            print(f"error: {exc} (--cutlass-dir or CUTLASS_DIR)", file=sys.stderr)
+            return 1
+        includes = [f"-I{p}" for p in recipe.include_dirs]
+        jobs = [(c["index"], label, c["source"], flags) for c in cases for label, flags in FLAG_SETS.items()]
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             built = list(
                 pool.map(

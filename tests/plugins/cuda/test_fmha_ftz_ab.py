@@ -83,3 +83,22 @@ def test_run_without_a_built_folder_exits_2_naming_the_flag(tmp_path, capsys):
     (tmp_path / "built" / drv.MANIFEST).write_text(json.dumps({"cases": []}))
     assert drv.main(["run", "--dir", str(tmp_path / "built"), "--rounds", "1", "--out", str(out)]) == 2
     assert "--rounds" in capsys.readouterr().err and not out.exists()
+
+
+def test_both_scripts_without_cutlass_are_refused_by_name_and_write_nothing(tmp_path):
+    """No CUTLASS headers (CUTLASS_DIR at an empty folder, run from a folder without .deps): exit 1 naming
+    --cutlass-dir, no record and no built programs."""
+    import subprocess
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {**os.environ, "CUTLASS_DIR": str(empty)}
+    out = tmp_path / "out.json"
+    for argv in (["fmha_ftz_sass_check.py", "--out", str(out)],
+                 ["fmha_ftz_ab.py", "build", "--dir", str(tmp_path / "programs")]):  # fmt: skip
+        r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / argv[0]), *argv[1:]], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+        assert r.returncode == 1 and "CUTLASS headers not found" in r.stderr, r.stderr
+        assert "(--cutlass-dir or CUTLASS_DIR)" in r.stderr
+    assert not out.exists()
+    assert not list((tmp_path / "programs").glob("case*"))
