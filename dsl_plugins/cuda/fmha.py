@@ -65,6 +65,9 @@ WARPGROUPS = (2, 3, 4)
 BLOCKS_PER_SM = (1, 2, 3, 4)
 #: split-KV chunk counts (flash-decoding; the program's combine kernel keeps a weight per chunk in registers)
 SPLITS = (2, 4, 8, 16)
+#: exp2 emulation periods: every k-th score of a thread's row fragment takes its exponential on the FMA pipe
+#: (cpp_templates/cuda/fmha_sm90_kernel.j2, prelude); 0 = every exponential on MUFU
+EXP2_EMULATION = (2, 3, 4, 6, 8)
 TOL = {"bf16": (2e-2, 2e-2), "f16": (5e-3, 5e-3)}  # (atol, rtol) on O; P is rounded to 16 bit in-kernel
 FA_KEYS = {"batch", "num_heads_q", "num_heads_kv", "seq_qo", "seq_kv", "head_dim", "causal"}
 MAX_SEQ = 1 << 20
@@ -111,6 +114,14 @@ def normalize_fmha_config(config: Any, head_dim: int | None = None) -> dict[str,
         if splits not in SPLITS:
             raise ValueError(f"FMHA splits={splits}: split-KV takes {list(SPLITS)} chunks (0 = no split)")
         out["splits"] = splits
+    emulation = int(c.get("exp2_emulation") or 0)
+    if emulation:
+        if emulation not in EXP2_EMULATION:
+            raise ValueError(
+                f"FMHA exp2_emulation={emulation}: every k-th exponential on the FMA pipe takes k in "
+                f"{list(EXP2_EMULATION)} (0 = none)"
+            )
+        out["exp2_emulation"] = emulation
     for knob in ("longest_first", "wg_locked"):
         if _bool(c.get(knob, False), knob):
             if schedule == "tma":
@@ -127,7 +138,8 @@ def fmha_label(cfg: dict[str, Any]) -> str:
     sk = f"_sk{cfg['splits']}" if cfg.get("splits") else ""
     lf = "_lf" if cfg.get("longest_first") else ""
     lk = "_lk" if cfg.get("wg_locked") else ""
-    return f"{cfg['schedule'][:4]}_{t[0]}x{t[1]}x{t[2]}{st}{wg}{bps}{sk}{lf}{lk}"
+    ex = f"_ex{cfg['exp2_emulation']}" if cfg.get("exp2_emulation") else ""
+    return f"{cfg['schedule'][:4]}_{t[0]}x{t[1]}x{t[2]}{st}{wg}{bps}{sk}{lf}{lk}{ex}"
 
 
 def _bool(value: Any, field: str) -> bool:
@@ -249,6 +261,7 @@ def kernel_context(cfg: dict[str, Any], dtype: str, causal: bool) -> dict[str, A
         "options": options,
         "longest_first": bool(cfg.get("longest_first")),
         "persistent": cfg["schedule"] == "pingpong",
+        "exp2_emulation": int(cfg.get("exp2_emulation") or 0),
     }
 
 

@@ -50,6 +50,7 @@ FA_FIELDS = (
     "splits",
     "longest_first",
     "wg_locked",
+    "exp2_emulation",
 )
 FA_DTYPES = ("bf16", "f16", "e4m3", "e5m2")
 DEFAULT_KV_STAGES = 5
@@ -83,6 +84,10 @@ TMA_REGISTER_OVERHEAD = 58
 #: the K/V of each (batch, head) cut into this many chunks, each a "head" of the collective's grid, then a
 #: combine kernel; decode only, no causal mask, and every chunk a multiple of 8 keys
 FA_SPLITS = (2, 4, 8, 16)
+#: exp2 emulation periods of the project's FMHA softmax (cpp_templates/cuda/fmha_sm90_kernel.j2, prelude): every
+#: k-th score of a thread's row fragment (BlockKV / 4 scores: the WGMMA accumulator holds 2 of every 8
+#: columns per thread) takes its exponential on the FMA pipe instead of MUFU.EX2
+FA_EXP2_EMULATION = (2, 3, 4, 6, 8)
 #: grid y of the split program is batch x heads (CUDA's limit for gridDim.y)
 MAX_GRID_Y = 65535
 INSTANTIATED_HEAD_DIMS = (32, 64, 128, 256)
@@ -112,6 +117,10 @@ class Sm90FmhaConfig(TileConfig):
     #: (``Option<Tag::kIsMainloopLocked, true_type>``, fmha_collective_tma_warpspecialized.hpp:463/519),
     #: so one warpgroup's GEMMs overlap another's exp/max work (FlashAttention-3's ping-pong)
     wg_locked: bool = False
+    #: every k-th exponential of the softmax on the FMA pipe (0 = all on MUFU): at head dim 64 MUFU.EX2
+    #: (16 per SM per cycle) takes as long per score as the two GEMMs, the balance FlashAttention-4 shifts
+    #: on Blackwell by emulating part of them with a polynomial
+    exp2_emulation: int = 0
 
     @property
     def mma_warpgroups(self) -> int:
@@ -226,6 +235,8 @@ class Sm90FmhaConfig(TileConfig):
             out["longest_first"] = True
         if self.wg_locked:
             out["wg_locked"] = True
+        if self.exp2_emulation:
+            out["exp2_emulation"] = self.exp2_emulation
         return out
 
     def label(self) -> str:
@@ -236,7 +247,8 @@ class Sm90FmhaConfig(TileConfig):
         sk = f"_sk{self.splits}" if self.splits else ""
         lf = "_lf" if self.longest_first else ""
         lk = "_lk" if self.wg_locked else ""
-        return f"{self.tile[0]}x{self.tile[1]}x{self.tile[2]}_{sched}{st}{wg}{bps}{sk}{lf}{lk}"
+        ex = f"_ex{self.exp2_emulation}" if self.exp2_emulation else ""
+        return f"{self.tile[0]}x{self.tile[1]}x{self.tile[2]}_{sched}{st}{wg}{bps}{sk}{lf}{lk}{ex}"
 
 
 def parse_fmha(raw: dict[str, Any], kernel: str, where: str) -> Sm90FmhaConfig:
@@ -254,6 +266,7 @@ def parse_fmha(raw: dict[str, Any], kernel: str, where: str) -> Sm90FmhaConfig:
         splits=int_value(raw.get("splits", 0), where, "splits", minimum=0),
         longest_first=bool_value(raw.get("longest_first", False), where, "longest_first"),
         wg_locked=bool_value(raw.get("wg_locked", False), where, "wg_locked"),
+        exp2_emulation=int_value(raw.get("exp2_emulation", 0), where, "exp2_emulation", minimum=0),
     )
 
 
@@ -379,6 +392,20 @@ def check_fmha(cfg: Sm90FmhaConfig, problem: dict[str, Any] | None) -> CheckResu
             not cfg.wg_locked,
             "sm90.fa.wg_locked",
             "wg_locked: the KernelTma schedule has one MMA warpgroup, nothing to take turns with",
+        )
+    if cfg.exp2_emulation:
+        out.require(
+            cfg.exp2_emulation in FA_EXP2_EMULATION,
+            "sm90.fa.exp2_emulation",
+            f"exp2_emulation={cfg.exp2_emulation}: every k-th exponential on the FMA pipe takes k in "
+            f"{FA_EXP2_EMULATION} (0 = all on MUFU)",
+        )
+        # a thread's row fragment holds BlockKV / 4 scores; a longer period emulates none of them
+        out.require(
+            cfg.exp2_emulation <= kv // 4,
+            "sm90.fa.exp2_emulation_period",
+            f"exp2_emulation={cfg.exp2_emulation} but a thread holds {kv // 4} scores of a row (BlockKV={kv} / 4): "
+            "no exponential would move to the FMA pipe",
         )
     if problem is not None and cfg.longest_first:
         # without the mask every Q tile sweeps the same K/V: the order changes nothing but the binary

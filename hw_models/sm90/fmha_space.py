@@ -3,7 +3,8 @@ the config and its rules), the library default, and the neighbours the model pro
 
 Families enumerated: the warp-specialized schedules over (warpgroups, BlockQO) rows, KernelTma over
 launch bounds and stages, split-KV counts for decode grids that leave SMs idle, and for prefill the
-knob that changes when work runs (``longest_first``)."""
+knob that changes when work runs (``longest_first``) and, where the exponentials bound the softmax (head
+dim 64 and below), exp2 emulation."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from kernelpilot.hw_models.catalogue import get_device
 from kernelpilot.hw_models.dtypes import DTypePair
 from kernelpilot.hw_models.problems import attention_dims
 from kernelpilot.hw_models.sm90.fmha import (
+    FA_EXP2_EMULATION,
     FA_SCHEDULES,
     FA_SPLITS,
     FA_TMA_BLOCKS_PER_SM,
@@ -59,13 +61,28 @@ def enumerate_fmha(kernel: str, pair: DTypePair, problem: dict[str, Any] | None)
                                 yield variant
 
 
+#: exp2 emulation periods enumerated for prefill at head dims up to EXP2_EMULATION_MAX_HEAD_DIM (none until a
+#: GPU measurement says one is faster: benchmarks/fmha_exp2_ab.py)
+ENUM_EXP2_EMULATION: tuple[int, ...] = ()
+#: the head dims whose two GEMMs take no longer per score on the tensor cores (4 x HeadDim FLOP at 4096
+#: dense 16-bit FLOP per SM cycle) than its exponential on MUFU (16 per SM cycle): 64 and below
+EXP2_EMULATION_MAX_HEAD_DIM = 64
+
+
 def schedule_variants(cfg: Sm90FmhaConfig, problem: dict[str, Any] | None) -> list[Sm90FmhaConfig]:
-    """Causal prefill only: the warp-specialized config with the longest Q tiles first, the knob that
-    changes when work runs, not the tile (0.5-1.0 % on the H200).  ``wg_locked`` is not enumerated: it
-    measured no gain (hw_models/sm90/fmha_cost.py); neighbours and explicit configs still reach it."""
-    if cfg.schedule == "tma" or cfg.kernel != "fa_prefill" or not (problem is None or problem.get("causal")):
+    """Prefill only, warp-specialized configs: for causal problems the longest Q tiles first, the knob that
+    changes when work runs, not the tile (0.5-1.0 % on the H200); at head dims up to 64 every
+    ``ENUM_EXP2_EMULATION`` period, with and without it.  ``wg_locked`` is not enumerated: it measured no
+    gain (hw_models/sm90/fmha_cost.py); neighbours and explicit configs still reach it."""
+    if cfg.schedule == "tma" or cfg.kernel != "fa_prefill":
         return []
-    return [cfg.model_copy(update={"longest_first": True})]
+    bases = [cfg]
+    if problem is None or problem.get("causal"):
+        bases.append(cfg.model_copy(update={"longest_first": True}))
+    out = bases[1:]
+    if cfg.tile[2] <= EXP2_EMULATION_MAX_HEAD_DIM:
+        out += [b.model_copy(update={"exp2_emulation": k}) for b in bases for k in ENUM_EXP2_EMULATION]
+    return out
 
 
 def _raises_occupancy(fam: dict[str, int], pair: DTypePair, d: int, kernel: str) -> bool:
@@ -132,6 +149,7 @@ def neighbours_fmha(cfg: Sm90FmhaConfig) -> list[Sm90FmhaConfig]:
     ]
     if cfg.schedule != "tma":
         cands += [{"longest_first": not cfg.longest_first}, {"wg_locked": not cfg.wg_locked}]
+    cands += [{"exp2_emulation": k} for k in (0, *FA_EXP2_EMULATION) if k != cfg.exp2_emulation]
     if cfg.kernel == "fa_decode":
         cands += [{"splits": n} for n in (cfg.splits * 2, cfg.splits // 2 if cfg.splits > 2 else 0, 2)]
     if cfg.schedule == "tma":

@@ -82,16 +82,13 @@ def _compile_tools() -> str | None:
     return None
 
 
-@pytest.mark.skipif(_compile_tools() is not None, reason=_compile_tools() or "")
-def test_the_decode_softmax_has_no_subnormal_path_around_its_exponentials(tmp_path: Path):
-    """Built with the FMHA recipe, the kernel's MUFU.EX2 are bare: nvcc's subnormal wrapper (a range test
-    and two multiplies per exponential) is gone.  Without -ftz=true the same source has at least one FSETP
-    per MUFU (measured: 207 FSETP around 204 MUFU in the hd64 prefill kernel; fmha_ftz_sass_check.py)."""
+def _build_cubin(config: dict, folder: Path) -> dict[str, int]:
+    """The FMHA kernel's SASS opcode counts of ``config`` on the hd64 decode problem, built with the recipe."""
     recipe = DECODE.build_recipe("sm90", {})
-    ((name, text),) = DECODE.render(TMA_64, HD64_DECODE, "sm90").sources.items()
-    source = tmp_path / name
+    ((name, text),) = DECODE.render(config, HD64_DECODE, "sm90").sources.items()
+    source = folder / name
     source.write_text(text)
-    cubin = tmp_path / "decode.cubin"
+    cubin = source.with_suffix(".cubin")
     flags = [f for f in recipe.flags if f not in ("-Xptxas", "-v")]
     includes = [f"-I{p}" for p in recipe.include_dirs]
     done = subprocess.run([recipe.compiler, *flags, *includes, "-cubin", "-o", str(cubin), str(source)],
@@ -99,6 +96,40 @@ def test_the_decode_softmax_has_no_subnormal_path_around_its_exponentials(tmp_pa
     assert done.returncode == 0, done.stderr[-2000:]
     from kernelpilot.dsl_plugins.cuda.sass import cubin_opcode_counts
 
-    kernel = next(c for f, c in cubin_opcode_counts(cubin).items() if "fmha" in f.lower())
+    return next(c for f, c in cubin_opcode_counts(cubin).items() if "fmha" in f.lower())
+
+
+@pytest.fixture(scope="module")
+def decode_kernels(tmp_path_factory) -> dict[str, dict[str, int]]:
+    """The 64x64x64 KernelTma decode program built twice, in parallel: as is and with every fourth
+    exponential on the FMA pipe (``exp2_emulation``: the softmax specialization must compile, on the
+    interleaved softmax KernelTma uses)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    folder = tmp_path_factory.mktemp("fmha_sass")
+    configs = {"plain": TMA_64, "ex4": {**TMA_64, "exp2_emulation": 4}}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        built = dict(zip(configs, pool.map(lambda c: _build_cubin(c, folder), configs.values()), strict=True))
+    return built
+
+
+@pytest.mark.skipif(_compile_tools() is not None, reason=_compile_tools() or "")
+def test_the_decode_softmax_has_no_subnormal_path_around_its_exponentials(decode_kernels):
+    """Built with the FMHA recipe, the kernel's MUFU.EX2 are bare: nvcc's subnormal wrapper (a range test
+    and two multiplies per exponential) is gone.  Without -ftz=true the same source has at least one FSETP
+    per MUFU (measured: 207 FSETP around 204 MUFU in the hd64 prefill kernel; fmha_ftz_sass_check.py)."""
+    kernel = decode_kernels["plain"]
     assert kernel["MUFU"] >= 64  # the softmax of a 64x64 score tile is in there
     assert kernel["FSETP"] * 4 < kernel["MUFU"]
+
+
+@pytest.mark.skipif(_compile_tools() is not None, reason=_compile_tools() or "")
+def test_exp2_emulation_moves_a_quarter_of_the_exponentials_off_mufu(decode_kernels):
+    """With exp2_emulation = 4 a quarter of the scores' MUFU.EX2 go (the O-rescale exponentials stay), and
+    each one that goes becomes a round-down add, the cubic's three FMAs and an integer add on the
+    exponent bits."""
+    plain, ex4 = decode_kernels["plain"], decode_kernels["ex4"]
+    moved = plain["MUFU"] - ex4["MUFU"]
+    assert plain["MUFU"] * 0.18 <= moved <= plain["MUFU"] * 0.25
+    assert ex4["FFMA"] - plain["FFMA"] >= 3 * moved
+    assert ex4["HGMMA"] == plain["HGMMA"]

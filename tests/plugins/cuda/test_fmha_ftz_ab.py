@@ -60,7 +60,7 @@ def test_rounds_alternate_and_a_failing_case_is_reported_while_the_others_are_me
          "binaries": {"without_ftz": "b_off", "with_ftz": "b_on"}},
     ]  # fmt: skip
     (tmp_path / drv.MANIFEST).write_text(json.dumps({"cases": cases}))
-    rows = drv.measure(tmp_path, rounds=4)
+    rows = drv.measure(tmp_path, rounds=4, baseline="without_ftz")
     a, b = rows
     calls = [line.split()[0] for line in log.read_text().splitlines()]
     # case a: off/on, then on/off, ... ; case b stops at its first failing run
@@ -69,7 +69,7 @@ def test_rounds_alternate_and_a_failing_case_is_reported_while_the_others_are_me
     assert all(line.endswith("--b=4") for line in log.read_text().splitlines()[:8])
     assert a["status"] == "ok"
     assert a["median_ms"] == {"without_ftz": 2.05, "with_ftz": 1.6}
-    assert a["speedup"] == round(2.05 / 1.6, 4)
+    assert a["speedup"] == {"with_ftz": round(2.05 / 1.6, 4)}
     assert a["spread"]["without_ftz"] == round(0.2 / 2.05, 4)
     assert b["status"] == "failed" and b["why"].startswith("with_ftz: status=wrong_result")
 
@@ -85,7 +85,7 @@ def test_run_without_a_built_folder_exits_2_naming_the_flag(tmp_path, capsys):
     assert "--rounds" in capsys.readouterr().err and not out.exists()
 
 
-def test_both_scripts_without_cutlass_are_refused_by_name_and_write_nothing(tmp_path):
+def test_the_scripts_without_cutlass_are_refused_by_name_and_write_nothing(tmp_path):
     """No CUTLASS headers (CUTLASS_DIR at an empty folder, run from a folder without .deps): exit 1 naming
     --cutlass-dir, no record and no built programs."""
     import subprocess
@@ -95,7 +95,8 @@ def test_both_scripts_without_cutlass_are_refused_by_name_and_write_nothing(tmp_
     env = {**os.environ, "CUTLASS_DIR": str(empty)}
     out = tmp_path / "out.json"
     for argv in (["fmha_ftz_sass_check.py", "--out", str(out)],
-                 ["fmha_ftz_ab.py", "build", "--dir", str(tmp_path / "programs")]):  # fmt: skip
+                 ["fmha_ftz_ab.py", "build", "--dir", str(tmp_path / "programs")],
+                 ["fmha_exp2_ab.py", "build", "--dir", str(tmp_path / "programs")]):  # fmt: skip
         r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / argv[0]), *argv[1:]], cwd=tmp_path,
                            capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
         assert r.returncode == 1 and "CUTLASS headers not found" in r.stderr, r.stderr

@@ -1,0 +1,150 @@
+"""FMHA programs with a share of the softmax's exponentials on the FMA pipe (``exp2_emulation``), timed side
+by side with the same tile on MUFU alone, on one GPU.
+
+At head dim 64 the exponentials (MUFU.EX2, 16 per SM per cycle) take as long per score as the two GEMMs
+on the tensor cores; ``exp2_emulation = k`` computes every k-th exponential of a thread's row fragment with
+FMA-pipe arithmetic instead (``cpp_templates/cuda/fmha_sm90_kernel.j2``, prelude).  For each case below
+the tuner's program is built once per period (0 = none, the baseline) with ``FMHA_NVCC_FLAGS``; on the GPU
+they run in alternating order for ``--rounds`` rounds (each run: the program's own checks against its fp32
+reference, then its CUDA-graph timing, median of its repetitions), and the record holds every round, the
+medians and ``speedup`` = {period: median without / median with}.  A failing run marks its case failed;
+the others go on.
+
+    # CPU (or the device's 16 cores): build whatever DIR lacks
+    python benchmarks/fmha_exp2_ab.py build --dir .kp-exp2-ab --jobs 2
+    # GPU
+    python benchmarks/fmha_exp2_ab.py run --dir .kp-exp2-ab --rounds 6 --out $OUT/fmha_exp2_ab.json
+
+CUTLASS headers with ``examples/88_hopper_fmha``: ``--cutlass-dir`` or ``CUTLASS_DIR`` (build only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from cuda_kinds_common import kernels, problems
+from fmha_ftz_ab import MANIFEST, device_name, measure
+
+from kernelpilot.dsl_plugins.cuda.fmha import FMHA_NVCC_FLAGS
+from kernelpilot.errors import ToolMissingError
+from kernelpilot.toolchain import tool_version
+
+#: (kind, workload, config, periods): the head-dim-64 prefill winners (H100: 192x128 with three MMA
+#: warpgroups; H200: 128x128 longest-first) over several periods, and the head-dim-128 winner, where the
+#: tensor cores take twice the exponentials' time, once
+DEFAULT_CASES = (
+    ("fa_prefill", "gpt_oss_20b_prefill_4k", {"tile": [192, 128, 64], "schedule": "cooperative", "warpgroups": 3},
+     (0, 8, 4, 3, 2)),
+    ("fa_prefill", "gpt_oss_20b_prefill_4k", {"tile": [128, 128, 64], "schedule": "cooperative", "longest_first": True},
+     (0, 4, 3)),
+    ("fa_prefill", "llama3_8b_prefill_4k", {"tile": [128, 128, 128], "schedule": "cooperative", "longest_first": True},
+     (0, 4)),
+)  # fmt: skip
+BASELINE = "ex0"
+
+
+def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
+    """Render every (case, period) as the tuner renders it and build what ``folder`` lacks."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ks, probs = kernels(), problems()
+    try:
+        recipe = ks["fa_prefill"].build_recipe("sm90", {"cutlass_dir": cutlass_dir or None})
+    except ToolMissingError as exc:
+        print(f"error: {exc} (--cutlass-dir or CUTLASS_DIR)", file=sys.stderr)
+        return 1
+    includes = [f"-I{p}" for p in recipe.include_dirs]
+    flags = tuple(f for f in FMHA_NVCC_FLAGS if f not in ("-Xptxas", "-v"))
+    cases, todo = [], []
+    for i, (kind, workload, config, periods) in enumerate(DEFAULT_CASES):
+        kernel, problem = ks[kind], probs[kind][workload]
+        argv, _ = kernel.run_command(Path("BINARY"), problem, {})
+        binaries = {}
+        for period in periods:
+            ((_, text),) = kernel.render(
+                {**config, "exp2_emulation": period}, problem, "sm90"
+            ).sources.items()
+            name = f"case{i}_ex{period}"
+            source = folder / f"{name}.cu"
+            source.write_text(text)
+            binaries[f"ex{period}"] = name
+            if not (folder / name).exists():
+                todo.append((source, folder / name))
+        cases.append(
+            {"kind": kind, "workload": workload, "config": config, "args": argv[1:], "binaries": binaries}
+        )
+
+    def compile_one(job: tuple[Path, Path]) -> str:
+        source, binary = job
+        done = subprocess.run(
+            ["nvcc", *flags, *includes, "-o", str(binary), str(source)], capture_output=True, text=True
+        )
+        return "" if done.returncode == 0 else f"{binary.name}: {done.stderr.strip()[-800:]}"
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        errors = [e for e in pool.map(compile_one, todo) if e]
+    manifest = {
+        "nvcc": tool_version("nvcc"),
+        "cutlass": recipe.library_version,
+        "flags": list(flags),
+        "cases": cases,
+    }
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    for error in errors:
+        print(error, file=sys.stderr)
+    print(f"built {len(todo) - len(errors)} of {len(todo)} missing programs into {folder}")
+    return 1 if errors else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="mode", required=True)
+    b = sub.add_parser("build", help="render and build every period of every case into --dir")
+    b.add_argument("--dir", required=True)
+    b.add_argument("--cutlass-dir", default=os.environ.get("CUTLASS_DIR", ""))
+    b.add_argument("--jobs", type=int, default=2)
+    r = sub.add_parser("run", help="time the periods side by side (GPU)")
+    r.add_argument("--dir", required=True)
+    r.add_argument("--rounds", type=int, default=6)
+    r.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    folder = Path(args.dir)
+    if args.mode == "build":
+        return build(folder, args.cutlass_dir, args.jobs)
+    if not (folder / MANIFEST).exists():
+        print(f"error: --dir {folder} has no {MANIFEST}: run the build mode first", file=sys.stderr)
+        return 2
+    if args.rounds < 2:
+        print("error: --rounds must be at least 2 (the order alternates between rounds)", file=sys.stderr)
+        return 2
+    rows = measure(folder, args.rounds, baseline=BASELINE)
+    manifest = json.loads((folder / MANIFEST).read_text())
+    record = {
+        "what": "FMHA programs with every k-th softmax exponential on the FMA pipe (exp2_emulation = k) against "
+        "the same tile without (ex0), alternating order per round, each run checked; speedup = median ms of "
+        "ex0 / median ms of exk",
+        "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "device": device_name(),
+        "command": f"python benchmarks/fmha_exp2_ab.py run --dir {args.dir} --rounds {args.rounds} "
+        f"--out {Path(args.out).name}",
+        "built_with": {key: manifest[key] for key in ("nvcc", "cutlass", "flags")},
+        "rows": rows,
+    }
+    Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
+    for row in rows:
+        label = f"{row['workload']} {json.dumps(row['config'], separators=(',', ':'))}"
+        if row["status"] != "ok":
+            print(f"{label}: failed: {row['why']}")
+            continue
+        print(f"{label}: ms {row['median_ms']}  speedup {row['speedup']}  spread {row['spread']}")
+    return 0 if all(row["status"] == "ok" for row in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,142 @@
+"""``exp2_emulation``: every k-th softmax exponential of the Hopper FMHA on the FMA pipe instead of MUFU.EX2.
+
+Pinned here: the rules (allowed periods, a period a thread's row fragment can hold), parsing, labels and
+that the field is written only when set; that the program renders the softmax specialization and the
+emulated fusion only for such configs (every other config renders byte for byte as before, so no cached
+build or measurement of it changes); and the arithmetic the rendered ``exp2_fma`` does, replayed in float32
+from the rendered source: relative error within 1.1e-4 of 2^x over the softmax's range, 0 for masked scores.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from kernelpilot.dsl_plugins.cuda.fmha import FmhaKernel, fmha_label, normalize_fmha_config
+from tests.support.sm90_fmha import PREFILL_D64, SM90, fa
+
+
+def _source(config: dict, problem: dict = PREFILL_D64) -> str:
+    kernel = FmhaKernel("fa_prefill")
+    prob = kernel.validate_problem({k: v for k, v in problem.items() if k != "dtype"}, "bf16", "w")
+    ((_, text),) = kernel.render(config, prob, "sm90").sources.items()
+    return text
+
+
+@pytest.mark.parametrize("period", [2, 3, 4, 6, 8])
+def test_allowed_periods_are_legal_on_every_schedule(period: int) -> None:
+    for tile, schedule in (
+        ((128, 128, 64), "cooperative"),
+        ((128, 128, 64), "pingpong"),
+        ((64, 128, 64), "tma"),
+    ):
+        assert not SM90.check(fa(tile, schedule, exp2_emulation=period), PREFILL_D64).rules()
+
+
+def test_other_periods_and_periods_longer_than_a_threads_row_are_refused() -> None:
+    assert "sm90.fa.exp2_emulation" in SM90.check(fa((128, 128, 64), exp2_emulation=5)).rules()
+    # BlockKV 16: a thread holds 4 scores of a row; a period of 6 would emulate none
+    short = SM90.check(fa((128, 16, 64), exp2_emulation=6)).rules()
+    assert "sm90.fa.exp2_emulation_period" in short
+    assert "sm90.fa.exp2_emulation_period" not in SM90.check(fa((128, 16, 64), exp2_emulation=4)).rules()
+    with pytest.raises(Exception, match="exp2_emulation"):
+        fa((128, 128, 64), exp2_emulation=-1)
+
+
+def test_the_field_is_parsed_labelled_and_written_only_when_set() -> None:
+    cfg = fa((128, 128, 64), longest_first=True, exp2_emulation=4)
+    assert cfg.label() == "128x128x64_coop_lf_ex4"
+    assert cfg.as_dict()["exp2_emulation"] == 4
+    assert "exp2_emulation" not in fa((128, 128, 64)).as_dict()
+    # the program side reads the model's dict the same way
+    program_cfg = normalize_fmha_config(cfg.as_dict(), 64)
+    assert program_cfg["exp2_emulation"] == 4 and fmha_label(program_cfg).endswith("_lf_ex4")
+    with pytest.raises(ValueError, match=r"exp2_emulation=5.*\[2, 3, 4, 6, 8\]"):
+        normalize_fmha_config({"tile": [128, 128, 64], "exp2_emulation": 5}, 64)
+
+
+def test_only_emulating_configs_render_the_softmax_specialization() -> None:
+    plain = _source({"tile": [128, 128, 64], "schedule": "cooperative"})
+    zero = _source({"tile": [128, 128, 64], "schedule": "cooperative", "exp2_emulation": 0})
+    assert plain == zero
+    assert "kp_fmha" not in plain and "Exp2Emulated" not in plain
+    emulated = _source({"tile": [128, 128, 64], "schedule": "cooperative", "exp2_emulation": 4})
+    assert (
+        "struct CollectiveSoftmax<float, kp_fmha::Exp2EmulatedFusion<BaseFusion, kEvery>, Params>" in emulated
+    )
+    assert (
+        "using Fusion = kp_fmha::Exp2EmulatedFusion<std::conditional_t<kCausal, CausalFusion, ResidualFusion>, 4>;"
+        in emulated
+    )
+    # the specialization comes before the kernel types that use it, at namespace scope
+    assert emulated.index("namespace cutlass::fmha::collective {") < emulated.index("using Fusion =")
+    # the rest of the program is the plain one's
+    assert len(emulated.splitlines()) > len(plain.splitlines())
+
+
+def _exp2_fma_from(source: str):
+    """The rendered exp2_fma, replayed in float32: clamp, floor through the 1.5 * 2^23 round-down add,
+    the polynomial as written (Horner, one rounding per FMA step), floor(x) added to the exponent bits."""
+    body = source[source.index("CUTLASS_DEVICE float exp2_fma(float x)") :]
+    body = body[: body.index("}")]
+    clamp = float(re.search(r"fmaxf\(x, (-?[0-9.]+)f\)", body).group(1))
+    c3, c2, c1, c0 = (
+        float(v)
+        for v in re.search(
+            r"fmaf\(fmaf\(fmaf\(([0-9.]+)f, f, ([0-9.]+)f\), f, ([0-9.]+)f\), f, ([0-9.]+)f\)", body
+        ).groups()
+    )
+    rounder = float(re.search(r"kRound = ([0-9.]+)f", body).group(1))
+    f32 = np.float32
+
+    def exp2_fma(x: np.ndarray) -> np.ndarray:
+        x = np.maximum(x.astype(f32), f32(clamp))
+        t = (f32(rounder) + np.floor(x)).astype(f32)  # add.rm: exact integer in [2^23, 2^24)
+        f = (x - (t - f32(rounder))).astype(f32)
+        p = ((f32(c3) * f + f32(c2)).astype(f32) * f + f32(c1)).astype(f32) * f + f32(c0)
+        bits = p.astype(f32).view(np.uint32) + (t.view(np.uint32) << np.uint32(23))
+        return bits.astype(np.uint32).view(f32)
+
+    return exp2_fma
+
+
+def test_the_rendered_exp2_fma_matches_exp2_where_the_softmax_uses_it() -> None:
+    exp2_fma = _exp2_fma_from(
+        _source({"tile": [128, 128, 64], "schedule": "cooperative", "exp2_emulation": 4})
+    )
+    # scaled scores minus the row max: <= 0; 2^x below 2^-126 flushes to zero in the -ftz build anyway
+    x = np.concatenate([np.linspace(-126.0, 0.0, 400_001), -np.arange(0, 126, dtype=np.float64)]).astype(
+        np.float32
+    )
+    got = exp2_fma(x).astype(np.float64)
+    want = np.exp2(x.astype(np.float64))
+    assert np.max(np.abs(got / want - 1.0)) <= 1.1e-4
+    assert exp2_fma(np.array([0.0], np.float32))[0] == 1.0  # p(0) = 1: the row max gives exactly 1
+    # continuous across integers (p(1) = 2): no step where floor(x) changes
+    edge = np.array([-3.0, np.nextafter(np.float32(-3.0), np.float32(-4.0))], np.float32)
+    assert abs(float(exp2_fma(edge)[0]) / float(exp2_fma(edge)[1]) - 1.0) < 1e-6
+    # masked scores (-inf) and anything at or below -127 give exactly 0, as exp2f does under -ftz
+    assert np.all(exp2_fma(np.array([-np.inf, -127.0, -500.0], np.float32)) == 0.0)
+
+
+def test_the_exported_kernel_carries_the_specialization_at_namespace_scope() -> None:
+    """The exported library's translation unit renders the same prelude before its kernel namespace (a
+    partial specialization cannot live inside it) and the same emulated fusion in its types."""
+    from kernelpilot.dsl_plugins.cuda.gemm import template_env
+    from kernelpilot.export.attention_ops import AttentionKernel, render_kernel
+
+    cfg = normalize_fmha_config({"tile": [128, 128, 64], "schedule": "cooperative", "exp2_emulation": 4}, 64)
+    text = render_kernel(AttentionKernel(0, "bf16", cfg, True, "x"), "kpk", template_env())
+    spec = "struct CollectiveSoftmax<float, kp_fmha::Exp2EmulatedFusion<BaseFusion, kEvery>, Params>"
+    assert text.count(spec) == 1
+    assert (
+        text.index(spec)
+        < text.index("namespace kpk {")
+        < text.index("kp_fmha::Exp2EmulatedFusion<std::conditional_t")
+    )
+    plain = render_kernel(
+        AttentionKernel(0, "bf16", {**cfg, "exp2_emulation": 0}, True, "x"), "kpk", template_env()
+    )
+    assert "kp_fmha" not in plain
