@@ -51,6 +51,11 @@ FA_CAUSAL_TAIL_FRACTION = 0.15
 #: section 3.1) reports gains from warpgroup ping-pong, but with example 88's collective the lock measured
 #: no gain on the H200 (0.7-0.9 % slower with it, same run): no predicted effect
 FA_WG_LOCK_SOFTMAX_FACTOR = 1.0
+#: exp2 emulation (``exp2_emulation`` = k: every k-th exponential on the FMA pipe) on the softmax-bound
+#: part, per period, at head dims up to 64 (where MUFU shares the bound with the tensor cores) and above;
+#: a period without a measurement has no predicted effect
+FA_EXP2_EMULATION_SOFTMAX_FACTOR: dict[int, float] = {}
+FA_EXP2_EMULATION_WIDE_HEAD_FACTOR: dict[int, float] = {}
 
 
 def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) -> float:
@@ -87,6 +92,9 @@ def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) ->
     softmax_s = (FA_SOFTMAX_PS + FA_RESCALE_PS * d / kv) * 1e-12 * factor
     if cfg.wg_locked:
         softmax_s *= FA_WG_LOCK_SOFTMAX_FACTOR
+    if cfg.exp2_emulation:
+        table = FA_EXP2_EMULATION_SOFTMAX_FACTOR if d <= 64 else FA_EXP2_EMULATION_WIDE_HEAD_FACTOR
+        softmax_s *= table.get(cfg.exp2_emulation, 1.0)
     regs = cfg.acc_registers()
     spill = 1.0 + max(0.0, (regs - 128) / 64) * 0.45  # d128 coop 256x64 (192 acc registers) ran 1.45x slower
     throughput = scores * max(mma_s, softmax_s) * spill

@@ -140,3 +140,49 @@ def test_the_exported_kernel_carries_the_specialization_at_namespace_scope() -> 
         AttentionKernel(0, "bf16", {**cfg, "exp2_emulation": 0}, True, "x"), "kpk", template_env()
     )
     assert "kp_fmha" not in plain
+
+
+def test_enumeration_offers_the_listed_periods_for_prefill_up_to_head_dim_64_only(monkeypatch) -> None:
+    """What the space enumerates follows ENUM_EXP2_EMULATION (empty until a GPU measurement fills it): each
+    period on every warp-specialized prefill config at head dim <= 64, with and without longest_first."""
+    import kernelpilot.hw_models.sm90.fmha_space as space
+
+    assert not any(c.exp2_emulation for c in SM90.enumerate("fa_prefill", "bf16", PREFILL_D64))
+    monkeypatch.setattr(space, "ENUM_EXP2_EMULATION", (4,))
+    configs = list(SM90.enumerate("fa_prefill", "bf16", PREFILL_D64))
+    labels = {c.label() for c in configs}
+    assert {
+        "128x128x64_coop_ex4",
+        "128x128x64_coop_lf_ex4",
+        "192x128x64_coop_wg3_ex4",
+        "128x128x64_pp_ex4",
+    } <= labels
+    assert all(SM90.check(c, PREFILL_D64).valid for c in configs)
+    assert not any(c.exp2_emulation and c.schedule == "tma" for c in configs)
+    plain = [c for c in configs if not c.exp2_emulation and c.schedule != "tma"]
+    assert all(c.model_copy(update={"exp2_emulation": 4}).label() in labels for c in plain)
+    hd128 = {**PREFILL_D64, "head_dim": 128}
+    assert not any(c.exp2_emulation for c in SM90.enumerate("fa_prefill", "bf16", hd128))
+    decode = {**PREFILL_D64, "seq_qo": 1, "causal": False}
+    assert not any(c.exp2_emulation for c in SM90.enumerate("fa_decode", "bf16", decode))
+
+
+def test_neighbours_reach_every_period_and_back() -> None:
+    base = fa((128, 128, 64))
+    assert {f"128x128x64_coop_ex{k}" for k in (2, 3, 4, 6, 8)} <= {n.label() for n in SM90.neighbours(base)}
+    assert "128x128x64_coop" in {n.label() for n in SM90.neighbours(fa((128, 128, 64), exp2_emulation=4))}
+
+
+def test_cost_model_predicts_no_effect_without_a_measured_factor(monkeypatch) -> None:
+    import kernelpilot.hw_models.sm90.fmha_cost as cost
+    from kernelpilot.hw_models.catalogue import get_device
+
+    h200 = get_device("h200")
+    base, ex4 = fa((128, 128, 64)), fa((128, 128, 64), exp2_emulation=4)
+    assert cost.fmha_time_s(ex4, PREFILL_D64, h200) == cost.fmha_time_s(base, PREFILL_D64, h200)
+    # a factor applies to the softmax-bound part: at head dim 64 the softmax bounds the model's step
+    monkeypatch.setattr(cost, "FA_EXP2_EMULATION_SOFTMAX_FACTOR", {4: 0.9})
+    assert cost.fmha_time_s(ex4, PREFILL_D64, h200) < cost.fmha_time_s(base, PREFILL_D64, h200)
+    hd128 = {**PREFILL_D64, "head_dim": 128}
+    wide, wide_ex4 = fa((128, 128, 128)), fa((128, 128, 128), exp2_emulation=4)
+    assert cost.fmha_time_s(wide_ex4, hd128, h200) == cost.fmha_time_s(wide, hd128, h200)
