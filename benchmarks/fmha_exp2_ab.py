@@ -14,6 +14,8 @@ the others go on.
     python benchmarks/fmha_exp2_ab.py build --dir .kp-exp2-ab --jobs 2
     # GPU
     python benchmarks/fmha_exp2_ab.py run --dir .kp-exp2-ab --rounds 6 --out $OUT/fmha_exp2_ab.json
+    # CPU: the FMHA kernel's SASS opcode counts of every built program (what moves off MUFU)
+    python benchmarks/fmha_exp2_ab.py sass --dir .kp-exp2-ab --out benchmarks/results/fmha_exp2_sass.json
 
 CUTLASS headers with ``examples/88_hopper_fmha``: ``--cutlass-dir`` or ``CUTLASS_DIR`` (build only).
 """
@@ -102,6 +104,31 @@ def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
     return 1 if errors else 0
 
 
+SASS_OPCODES = ("MUFU", "FFMA", "FADD", "FMNMX", "LEA", "IADD3", "HGMMA")
+
+
+def sass_record(folder: Path) -> dict:
+    """Per case and period: the FMHA kernel's opcode counts (cuobjdump of the built program) and the total."""
+    from kernelpilot.dsl_plugins.cuda.sass import cubin_opcode_counts
+
+    manifest = json.loads((folder / MANIFEST).read_text())
+    rows = []
+    for case in manifest["cases"]:
+        counts = {}
+        for label, name in case["binaries"].items():
+            ops = next(c for f, c in cubin_opcode_counts(folder / name).items() if "fmha" in f.lower())
+            counts[label] = {"instructions": sum(ops.values()), **{op: ops.get(op, 0) for op in SASS_OPCODES}}
+        rows.append({**{k: case[k] for k in ("kind", "workload", "config")}, "fmha_kernel": counts})
+    return {
+        "what": "SASS opcode counts of the FMHA kernel in each program of fmha_exp2_ab.py (exp2_emulation = k: "
+        "every k-th softmax exponential on the FMA pipe; ex0 = none), read on a CPU with cuobjdump",
+        "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": "python benchmarks/fmha_exp2_ab.py sass --dir DIR --out fmha_exp2_sass.json",
+        "built_with": {key: manifest[key] for key in ("nvcc", "cutlass", "flags")},
+        "rows": rows,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="mode", required=True)
@@ -113,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--dir", required=True)
     r.add_argument("--rounds", type=int, default=6)
     r.add_argument("--out", required=True)
+    c = sub.add_parser("sass", help="count the FMHA kernel's opcodes of every built program (CPU)")
+    c.add_argument("--dir", required=True)
+    c.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     folder = Path(args.dir)
     if args.mode == "build":
@@ -120,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     if not (folder / MANIFEST).exists():
         print(f"error: --dir {folder} has no {MANIFEST}: run the build mode first", file=sys.stderr)
         return 2
+    if args.mode == "sass":
+        Path(args.out).write_text(json.dumps(sass_record(folder), indent=1) + "\n")
+        return 0
     if args.rounds < 2:
         print("error: --rounds must be at least 2 (the order alternates between rounds)", file=sys.stderr)
         return 2
