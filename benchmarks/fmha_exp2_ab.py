@@ -22,17 +22,22 @@ CUTLASS headers with ``examples/88_hopper_fmha``: ``--cutlass-dir`` or ``CUTLASS
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
-import os
-import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from cuda_kinds_common import kernels, problems
-from fmha_ftz_ab import MANIFEST, device_name, measure
+from fmha_ftz_ab import (
+    MANIFEST,
+    ab_parser,
+    compile_programs,
+    device_name,
+    finish_build,
+    measure,
+    missing_manifest,
+    too_few_rounds,
+)
 
 from kernelpilot.dsl_plugins.cuda.fmha import FMHA_NVCC_FLAGS
 from kernelpilot.errors import ToolMissingError
@@ -77,31 +82,19 @@ def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
             source.write_text(text)
             binaries[f"ex{period}"] = name
             if not (folder / name).exists():
-                todo.append((source, folder / name))
+                todo.append((source, flags, folder / name))
         cases.append(
             {"kind": kind, "workload": workload, "config": config, "args": argv[1:], "binaries": binaries}
         )
 
-    def compile_one(job: tuple[Path, Path]) -> str:
-        source, binary = job
-        done = subprocess.run(
-            ["nvcc", *flags, *includes, "-o", str(binary), str(source)], capture_output=True, text=True
-        )
-        return "" if done.returncode == 0 else f"{binary.name}: {done.stderr.strip()[-800:]}"
-
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        errors = [e for e in pool.map(compile_one, todo) if e]
+    errors = compile_programs(todo, includes, jobs)
     manifest = {
         "nvcc": tool_version("nvcc"),
         "cutlass": recipe.library_version,
         "flags": list(flags),
         "cases": cases,
     }
-    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-    for error in errors:
-        print(error, file=sys.stderr)
-    print(f"built {len(todo) - len(errors)} of {len(todo)} missing programs into {folder}")
-    return 1 if errors else 0
+    return finish_build(folder, manifest, len(todo), errors)
 
 
 SASS_OPCODES = ("MUFU", "FFMA", "FADD", "FMNMX", "LEA", "IADD3", "HGMMA")
@@ -130,16 +123,8 @@ def sass_record(folder: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="mode", required=True)
-    b = sub.add_parser("build", help="render and build every period of every case into --dir")
-    b.add_argument("--dir", required=True)
-    b.add_argument("--cutlass-dir", default=os.environ.get("CUTLASS_DIR", ""))
-    b.add_argument("--jobs", type=int, default=2)
-    r = sub.add_parser("run", help="time the periods side by side (GPU)")
-    r.add_argument("--dir", required=True)
-    r.add_argument("--rounds", type=int, default=6)
-    r.add_argument("--out", required=True)
+    ap, sub = ab_parser(__doc__.splitlines()[0], "render and build every period of every case into --dir",
+                        "time the periods side by side (GPU)")  # fmt: skip
     c = sub.add_parser("sass", help="count the FMHA kernel's opcodes of every built program (CPU)")
     c.add_argument("--dir", required=True)
     c.add_argument("--out", required=True)
@@ -147,14 +132,12 @@ def main(argv: list[str] | None = None) -> int:
     folder = Path(args.dir)
     if args.mode == "build":
         return build(folder, args.cutlass_dir, args.jobs)
-    if not (folder / MANIFEST).exists():
-        print(f"error: --dir {folder} has no {MANIFEST}: run the build mode first", file=sys.stderr)
+    if missing_manifest(folder):
         return 2
     if args.mode == "sass":
         Path(args.out).write_text(json.dumps(sass_record(folder), indent=1) + "\n")
         return 0
-    if args.rounds < 2:
-        print("error: --rounds must be at least 2 (the order alternates between rounds)", file=sys.stderr)
+    if too_few_rounds(args.rounds):
         return 2
     rows = measure(folder, args.rounds, baseline=BASELINE)
     manifest = json.loads((folder / MANIFEST).read_text())

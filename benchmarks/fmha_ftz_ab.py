@@ -27,6 +27,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from fmha_ftz_sass_check import FLAG_SETS, render_cases
 
@@ -60,6 +61,17 @@ def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
         todo += [(case["source"], flag_sets[label], folder / name) for label, name in binaries.items()
                  if not (folder / name).exists()]  # fmt: skip
 
+    errors = compile_programs(todo, includes, jobs)
+    manifest = {"nvcc": tool_version("nvcc"), "cutlass": recipe.library_version,
+                "flags": {label: list(flags) for label, flags in flag_sets.items()}, "cases": cases}  # fmt: skip
+    return finish_build(folder, manifest, len(todo), errors)
+
+
+def compile_programs(
+    todo: list[tuple[Path, tuple[str, ...], Path]], includes: list[str], jobs: int
+) -> list[str]:
+    """nvcc every (source, flags, binary) of ``todo`` on ``jobs`` threads; one error line per failed build."""
+
     def compile_one(job: tuple[Path, tuple[str, ...], Path]) -> str:
         source, flags, binary = job
         done = subprocess.run(
@@ -68,14 +80,48 @@ def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
         return "" if done.returncode == 0 else f"{binary.name}: {done.stderr.strip()[-800:]}"
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        errors = [e for e in pool.map(compile_one, todo) if e]
-    manifest = {"nvcc": tool_version("nvcc"), "cutlass": recipe.library_version,
-                "flags": {label: list(flags) for label, flags in flag_sets.items()}, "cases": cases}  # fmt: skip
+        return [e for e in pool.map(compile_one, todo) if e]
+
+
+def finish_build(folder: Path, manifest: dict, built: int, errors: list[str]) -> int:
+    """Write the manifest, report the failed builds and the count; 1 when any build failed."""
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     for error in errors:
         print(error, file=sys.stderr)
-    print(f"built {len(todo) - len(errors)} of {len(todo)} missing programs into {folder}")
+    print(f"built {built - len(errors)} of {built} missing programs into {folder}")
     return 1 if errors else 0
+
+
+def ab_parser(description: str, build_help: str, run_help: str) -> tuple[argparse.ArgumentParser, Any]:
+    """The A/B scripts' command line: ``build --dir [--cutlass-dir] [--jobs]`` and ``run --dir [--rounds] --out``;
+    the subparsers object comes back for a script's extra modes."""
+    ap = argparse.ArgumentParser(description=description)
+    sub = ap.add_subparsers(dest="mode", required=True)
+    b = sub.add_parser("build", help=build_help)
+    b.add_argument("--dir", required=True)
+    b.add_argument("--cutlass-dir", default=os.environ.get("CUTLASS_DIR", ""))
+    b.add_argument("--jobs", type=int, default=2)
+    r = sub.add_parser("run", help=run_help)
+    r.add_argument("--dir", required=True)
+    r.add_argument("--rounds", type=int, default=6)
+    r.add_argument("--out", required=True)
+    return ap, sub
+
+
+def missing_manifest(folder: Path) -> bool:
+    """True (after saying so) when ``folder`` has no build manifest."""
+    if (folder / MANIFEST).exists():
+        return False
+    print(f"error: --dir {folder} has no {MANIFEST}: run the build mode first", file=sys.stderr)
+    return True
+
+
+def too_few_rounds(rounds: int) -> bool:
+    """True (after saying so) when ``rounds`` cannot alternate the order."""
+    if rounds >= 2:
+        return False
+    print("error: --rounds must be at least 2 (the order alternates between rounds)", file=sys.stderr)
+    return True
 
 
 def run_once(binary: Path, args: list[str]) -> dict:
@@ -132,25 +178,13 @@ def device_name() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="mode", required=True)
-    b = sub.add_parser("build", help="render and build both variants of every case into --dir")
-    b.add_argument("--dir", required=True)
-    b.add_argument("--cutlass-dir", default=os.environ.get("CUTLASS_DIR", ""))
-    b.add_argument("--jobs", type=int, default=2)
-    r = sub.add_parser("run", help="time both variants side by side (GPU)")
-    r.add_argument("--dir", required=True)
-    r.add_argument("--rounds", type=int, default=6)
-    r.add_argument("--out", required=True)
+    ap, _ = ab_parser(__doc__.splitlines()[0], "render and build both variants of every case into --dir",
+                      "time both variants side by side (GPU)")  # fmt: skip
     args = ap.parse_args(argv)
     folder = Path(args.dir)
     if args.mode == "build":
         return build(folder, args.cutlass_dir, args.jobs)
-    if not (folder / MANIFEST).exists():
-        print(f"error: --dir {folder} has no {MANIFEST}: run the build mode first", file=sys.stderr)
-        return 2
-    if args.rounds < 2:
-        print("error: --rounds must be at least 2 (the order alternates between rounds)", file=sys.stderr)
+    if missing_manifest(folder) or too_few_rounds(args.rounds):
         return 2
     rows = measure(folder, args.rounds, baseline="without_ftz")
     manifest = json.loads((folder / MANIFEST).read_text())

@@ -10,13 +10,15 @@ import stat
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _driver():
+def _driver(script: str = "fmha_ftz_ab"):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
-        spec = importlib.util.spec_from_file_location("fmha_ftz_ab", ROOT / "benchmarks" / "fmha_ftz_ab.py")
+        spec = importlib.util.spec_from_file_location(script, ROOT / "benchmarks" / f"{script}.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     finally:
@@ -74,8 +76,9 @@ def test_rounds_alternate_and_a_failing_case_is_reported_while_the_others_are_me
     assert b["status"] == "failed" and b["why"].startswith("with_ftz: status=wrong_result")
 
 
-def test_run_without_a_built_folder_exits_2_naming_the_flag(tmp_path, capsys):
-    drv = _driver()
+@pytest.mark.parametrize("script", ["fmha_ftz_ab", "fmha_exp2_ab"])
+def test_run_without_a_built_folder_exits_2_naming_the_flag(tmp_path, capsys, script):
+    drv = _driver(script)
     out = tmp_path / "out.json"
     assert drv.main(["run", "--dir", str(tmp_path / "nothing"), "--out", str(out)]) == 2
     assert "--dir" in capsys.readouterr().err and not out.exists()
