@@ -38,6 +38,7 @@ from fmha_ftz_ab import (
     missing_manifest,
     too_few_rounds,
 )
+from fmha_ftz_sass_check import fmha_kernel_opcodes
 
 from kernelpilot.dsl_plugins.cuda.fmha import FMHA_NVCC_FLAGS
 from kernelpilot.errors import ToolMissingError
@@ -102,14 +103,12 @@ SASS_OPCODES = ("MUFU", "FFMA", "FADD", "FMNMX", "LEA", "IADD3", "HGMMA")
 
 def sass_record(folder: Path) -> dict:
     """Per case and period: the FMHA kernel's opcode counts (cuobjdump of the built program) and the total."""
-    from kernelpilot.dsl_plugins.cuda.sass import cubin_opcode_counts
-
     manifest = json.loads((folder / MANIFEST).read_text())
     rows = []
     for case in manifest["cases"]:
         counts = {}
         for label, name in case["binaries"].items():
-            ops = next(c for f, c in cubin_opcode_counts(folder / name).items() if "fmha" in f.lower())
+            _, ops = fmha_kernel_opcodes(folder / name)
             counts[label] = {"instructions": sum(ops.values()), **{op: ops.get(op, 0) for op in SASS_OPCODES}}
         rows.append({**{k: case[k] for k in ("kind", "workload", "config")}, "fmha_kernel": counts})
     return {

@@ -64,6 +64,12 @@ def render_cases(folder: Path, cutlass_dir: str) -> tuple[BuildRecipe, list[dict
     return recipe, cases
 
 
+def fmha_kernel_opcodes(binary: Path) -> tuple[str, dict[str, int]]:
+    """The FMHA kernel's name and SASS opcode counts in a built program or cubin (its other kernels are the
+    program's fills, reference and check)."""
+    return next((f, c) for f, c in cubin_opcode_counts(binary).items() if "fmha" in f.lower())
+
+
 def compile_cubin(source: Path, flags: tuple[str, ...], includes: list[str], cubin: Path) -> dict:
     """nvcc -cubin with ``flags`` (ptxas's report forced on, to read registers and spills)."""
     report = [] if "-v" in flags else ["-Xptxas", "-v"]
@@ -73,8 +79,7 @@ def compile_cubin(source: Path, flags: tuple[str, ...], includes: list[str], cub
     text = done.stdout + done.stderr
     if done.returncode != 0:
         return {"rc": done.returncode, "errors": [ln for ln in text.splitlines() if " error" in ln][:5]}
-    counts = cubin_opcode_counts(cubin)
-    name, ops = next((f, c) for f, c in counts.items() if "fmha" in f.lower())
+    name, ops = fmha_kernel_opcodes(cubin)
     log = parse_log(text)
     return {
         "rc": 0,

@@ -88,6 +88,10 @@ FA_SPLITS = (2, 4, 8, 16)
 #: k-th score of a thread's row fragment (BlockKV / 4 scores: the WGMMA accumulator holds 2 of every 8
 #: columns per thread) takes its exponential on the FMA pipe instead of MUFU.EX2
 FA_EXP2_EMULATION = (2, 3, 4, 6, 8)
+#: the head dims whose two GEMMs take no longer per score on the tensor cores (4 x HeadDim FLOP at 4096
+#: dense 16-bit FLOP per SM cycle) than its exponential on MUFU (16 per SM cycle): 64 and below.  The space
+#: enumerates exp2 emulation only there; the cost model keeps a factor table for them and one for wider heads
+EXP2_EMULATION_MAX_HEAD_DIM = 64
 #: grid y of the split program is batch x heads (CUDA's limit for gridDim.y)
 MAX_GRID_Y = 65535
 INSTANTIATED_HEAD_DIMS = (32, 64, 128, 256)

@@ -7,7 +7,7 @@ from typing import Any
 
 from kernelpilot.hw_models.base import ceil_div
 from kernelpilot.hw_models.catalogue import Device
-from kernelpilot.hw_models.sm90.fmha import Sm90FmhaConfig, _program_rows
+from kernelpilot.hw_models.sm90.fmha import EXP2_EMULATION_MAX_HEAD_DIM, Sm90FmhaConfig, _program_rows
 
 #: replicate-Q and combine launches of a split-KV program (each a small kernel after/before the FMHA)
 FA_SPLIT_LAUNCH_S = 2.5e-6
@@ -52,7 +52,8 @@ FA_CAUSAL_TAIL_FRACTION = 0.15
 #: no gain on the H200 (0.7-0.9 % slower with it, same run): no predicted effect
 FA_WG_LOCK_SOFTMAX_FACTOR = 1.0
 #: exp2 emulation (``exp2_emulation`` = k: every k-th exponential on the FMA pipe) on the softmax-bound
-#: part, per period, at head dims up to 64 (where MUFU shares the bound with the tensor cores) and above;
+#: part, per period, at head dims up to EXP2_EMULATION_MAX_HEAD_DIM (where MUFU shares the bound with the
+#: tensor cores) and above;
 #: a period without a measurement has no predicted effect
 FA_EXP2_EMULATION_SOFTMAX_FACTOR: dict[int, float] = {}
 FA_EXP2_EMULATION_WIDE_HEAD_FACTOR: dict[int, float] = {}
@@ -93,7 +94,8 @@ def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) ->
     if cfg.wg_locked:
         softmax_s *= FA_WG_LOCK_SOFTMAX_FACTOR
     if cfg.exp2_emulation:
-        table = FA_EXP2_EMULATION_SOFTMAX_FACTOR if d <= 64 else FA_EXP2_EMULATION_WIDE_HEAD_FACTOR
+        wide = d > EXP2_EMULATION_MAX_HEAD_DIM
+        table = FA_EXP2_EMULATION_WIDE_HEAD_FACTOR if wide else FA_EXP2_EMULATION_SOFTMAX_FACTOR
         softmax_s *= table.get(cfg.exp2_emulation, 1.0)
     regs = cfg.acc_registers()
     spill = 1.0 + max(0.0, (regs - 128) / 64) * 0.45  # d128 coop 256x64 (192 acc registers) ran 1.45x slower

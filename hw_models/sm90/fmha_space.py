@@ -17,6 +17,7 @@ from kernelpilot.hw_models.catalogue import get_device
 from kernelpilot.hw_models.dtypes import DTypePair
 from kernelpilot.hw_models.problems import attention_dims
 from kernelpilot.hw_models.sm90.fmha import (
+    EXP2_EMULATION_MAX_HEAD_DIM,
     FA_EXP2_EMULATION,
     FA_SCHEDULES,
     FA_SPLITS,
@@ -64,9 +65,6 @@ def enumerate_fmha(kernel: str, pair: DTypePair, problem: dict[str, Any] | None)
 #: exp2 emulation periods enumerated for prefill at head dims up to EXP2_EMULATION_MAX_HEAD_DIM (none until a
 #: GPU measurement says one is faster: benchmarks/fmha_exp2_ab.py)
 ENUM_EXP2_EMULATION: tuple[int, ...] = ()
-#: the head dims whose two GEMMs take no longer per score on the tensor cores (4 x HeadDim FLOP at 4096
-#: dense 16-bit FLOP per SM cycle) than its exponential on MUFU (16 per SM cycle): 64 and below
-EXP2_EMULATION_MAX_HEAD_DIM = 64
 
 
 def schedule_variants(cfg: Sm90FmhaConfig, problem: dict[str, Any] | None) -> list[Sm90FmhaConfig]:
