@@ -36,6 +36,7 @@ from fmha_ftz_ab import (
     finish_build,
     measure,
     missing_manifest,
+    report_rows,
     too_few_rounds,
 )
 from fmha_ftz_sass_check import fmha_kernel_opcodes
@@ -152,12 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
     }
     Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
-    for row in rows:
-        label = f"{row['workload']} {json.dumps(row['config'], separators=(',', ':'))}"
-        if row["status"] != "ok":
-            print(f"{label}: failed: {row['why']}")
-            continue
-        print(f"{label}: ms {row['median_ms']}  speedup {row['speedup']}  spread {row['spread']}")
+    report_rows(rows)
     return 0 if all(row["status"] == "ok" for row in rows) else 1
 
 

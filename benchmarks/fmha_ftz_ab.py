@@ -168,6 +168,16 @@ def measure(folder: Path, rounds: int, baseline: str) -> list[dict]:
     return rows
 
 
+def report_rows(rows: list[dict]) -> None:
+    """One console line per case of :func:`measure`: its medians, speedups and spreads, or why it failed."""
+    for row in rows:
+        label = f"{row['workload']} {json.dumps(row['config'], separators=(',', ':'))}"
+        if row["status"] != "ok":
+            print(f"{label}: failed: {row['why']}")
+            continue
+        print(f"{label}: ms {row['median_ms']}  speedup {row['speedup']}  spread {row['spread']}")
+
+
 def device_name() -> str:
     try:
         done = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
@@ -198,13 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
     }  # fmt: skip
     Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
-    for row in rows:
-        if row["status"] != "ok":
-            print(f"{row['workload']:30s} failed: {row['why']}")
-            continue
-        med = row["median_ms"]
-        print(f"{row['workload']:30s} without {med['without_ftz']:.4f} ms  with {med['with_ftz']:.4f} ms  "
-              f"speedup {row['speedup']['with_ftz']:.3f}  spread {row['spread']}")  # fmt: skip
+    report_rows(rows)
     return 0 if all(row["status"] == "ok" for row in rows) else 1
 
 

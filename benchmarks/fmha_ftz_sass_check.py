@@ -29,7 +29,7 @@ from pathlib import Path
 from cuda_kinds_common import kernels, problems
 from hw_models_sm90_compile_check import parse_log  # the ptxas -v reader of the dense compile check
 
-from kernelpilot.dsl_plugins.cuda.fmha import FMHA_NVCC_FLAGS, TEMPLATE_VERSION
+from kernelpilot.dsl_plugins.cuda.fmha import FMHA_NVCC_FLAGS, TEMPLATE_VERSIONS
 from kernelpilot.dsl_plugins.cuda.grouped_gemm import NVCC_FLAGS
 from kernelpilot.dsl_plugins.cuda.sass import cubin_opcode_counts
 from kernelpilot.errors import ToolMissingError
@@ -128,7 +128,7 @@ def main() -> int:
         "command": f"python benchmarks/fmha_ftz_sass_check.py --jobs {args.jobs} --out benchmarks/results/{Path(args.out).name}",
         "nvcc": tool_version("nvcc"),
         "cutlass": recipe.library_version,
-        "fmha_template_version": TEMPLATE_VERSION,
+        "fmha_template_version": TEMPLATE_VERSIONS["fa_prefill"],
         "flags": {label: list(flags) for label, flags in FLAG_SETS.items()},
         "rows": rows,
     }  # fmt: skip

@@ -34,8 +34,11 @@ from kernelpilot.dsl_plugins.cuda.grouped_gemm import (
 from kernelpilot.errors import InputError, ToolMissingError
 from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram, TileKernelBase
 
-# 2: timed launches replayed from a CUDA graph; 3: built with -ftz=true (FMHA_NVCC_FLAGS)
-TEMPLATE_VERSION = "3"
+#: Per kind, since a change to one kind's program must not move the other's results-store and build keys.
+#: 2: timed launches replayed from a CUDA graph; 3: built with -ftz=true (FMHA_NVCC_FLAGS); 4 (decode):
+#: split-KV chunks read Q in place (no replication launch), the combine launch overlaps the attention
+#: kernel's tail (programmatic dependent launch)
+TEMPLATE_VERSIONS = {"fa_prefill": "3", "fa_decode": "4"}
 #: The grouped programs' flags plus ``-ftz=true``.  The collective's softmax calls ``exp2f``; without
 #: denormal flushing nvcc wraps every MUFU.EX2 in a range test and two multiplies (the subnormal path), three
 #: extra ALU instructions per score on the softmax's critical path (the FMHA kernel of the hd64 prefill
@@ -265,7 +268,11 @@ def kernel_context(cfg: dict[str, Any], dtype: str, causal: bool) -> dict[str, A
     }
 
 
-def render_fmha_program(kind: str, cfg: dict[str, Any], problem: dict[str, Any]) -> RenderedProgram:
+def render_fmha_program(
+    kind: str, cfg: dict[str, Any], problem: dict[str, Any], env: Any = None, version: str = ""
+) -> RenderedProgram:
+    """The program of one config; ``env`` (a ``template_env``) and ``version`` render other templates than
+    the package's (an A/B benchmark's earlier revision, with the version it had)."""
     from kernelpilot.dsl_plugins.cuda.gemm import template_env
 
     if cfg.get("splits") and problem["causal"]:
@@ -274,10 +281,10 @@ def render_fmha_program(kind: str, cfg: dict[str, Any], problem: dict[str, Any])
     atol, rtol = TOL[dtype]
     public = {**cfg, "dtype": dtype, "causal": problem["causal"]}
     source = (
-        template_env()
+        (env or template_env())
         .get_template("cuda/fmha_sm90.cu.j2")
         .render(
-            template_version=TEMPLATE_VERSION,
+            template_version=version or TEMPLATE_VERSIONS[kind],
             kernel_kind=kind,
             config_json=c_string(json.dumps(public, separators=(",", ":"))),
             atol=atol,
@@ -318,12 +325,12 @@ class FmhaKernel(TileKernelBase):
 
     backend = "cuda"
     targets = ("sm90",)
-    template_version = TEMPLATE_VERSION
 
     def __init__(self, kind: str) -> None:
-        if kind not in ("fa_prefill", "fa_decode"):
+        if kind not in TEMPLATE_VERSIONS:
             raise ValueError(kind)
         self.kind = kind
+        self.template_version = TEMPLATE_VERSIONS[kind]
 
     def validate_problem(self, dims: dict[str, Any], dtype: Any, where: str) -> dict[str, Any]:
         problem = validate_fa_dims(dict(dims), where, decode=self.kind == "fa_decode")

@@ -99,16 +99,19 @@ def normalize(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=1)
-def template_env():
+def template_env(loader: Any = None):
     """The Jinja environment over ``cpp_templates`` (the benchmark program and the exported library
-    import the kernel part, ``cuda/gemm_sm90_kernel.j2``, from it)."""
+    import the kernel part, ``cuda/gemm_sm90_kernel.j2``, from it).  ``loader`` replaces the package's
+    folder with another source of the same templates (an A/B benchmark renders a git revision's), under
+    the same settings, so both sides render alike."""
     from importlib.resources import files
 
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-    root = str(files("kernelpilot.cpp_templates"))
+    if loader is None:
+        loader = FileSystemLoader(str(files("kernelpilot.cpp_templates")))
     return Environment(
-        loader=FileSystemLoader(root),
+        loader=loader,
         undefined=StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,

@@ -9,7 +9,8 @@ from kernelpilot.hw_models.base import ceil_div
 from kernelpilot.hw_models.catalogue import Device
 from kernelpilot.hw_models.sm90.fmha import EXP2_EMULATION_MAX_HEAD_DIM, Sm90FmhaConfig, _program_rows
 
-#: replicate-Q and combine launches of a split-KV program (each a small kernel after/before the FMHA)
+#: the combine launch of a split-KV program (a small kernel after the FMHA; its launch overlaps the FMHA's
+#: tail, but the combine itself runs after it)
 FA_SPLIT_LAUNCH_S = 2.5e-6
 
 #: Calibration of :func:`fmha_time_s` to the H200 runs of the recorded FMHA configs
@@ -73,10 +74,10 @@ def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) ->
     splits = max(1, cfg.splits)
     extra = 0.0
     if cfg.splits:
-        # each chunk is a CTA of kv_len / splits keys; then replicate Q and combine the partial O / LSE
+        # each chunk is a CTA of kv_len / splits keys reading Q in place; then combine the partial O / LSE
         el_b = cfg.dtype.bits_a / 8
         partial = b * h * splits * rows * d * (2 * el_b + 4 / d)
-        extra = 2 * FA_SPLIT_LAUNCH_S + partial / (device.bandwidth_gbs() * 1e9 * 0.5)
+        extra = FA_SPLIT_LAUNCH_S + partial / (device.bandwidth_gbs() * 1e9 * 0.5)
         kv_len //= splits
     ctas = b * h * q_tiles * splits
     resident = cfg.resident_blocks()

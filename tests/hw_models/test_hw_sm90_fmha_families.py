@@ -265,14 +265,25 @@ def test_split_kv_renders_the_combine_path_and_leaves_other_programs_unchanged()
             ).sources.values()
         )
     )
+    assert "constexpr int kSplits = 8;" in split and "cudaLaunchKernelEx(&combine, combine_splits" in split
+    # every chunk reads Q in place (head stride 0): no replication kernel, no Q copy
+    assert "replicate_q" not in split and "r.qs" not in split
+    assert "StrideQ sq = make_stride(kHeadDim, _1{}, make_stride(d.qpad * kHeadDim, 0));" in split
+    # the partial outputs have their own stride: chunk s of (b, h) at ((b*h) * kSplits + s) * qpad rows
     assert (
-        "constexpr int kSplits = 8;" in split and "combine_splits<<<" in split and "replicate_q<<<" in split
+        "StrideO so = make_stride(kHeadDim, _1{}, make_stride(kSplits * d.qpad * kHeadDim, d.qpad * kHeadDim));"
+        in split
     )
-    assert "args{problem, {r.qs, sq, t.k, sk, t.v, sk}, {r.os, sq, r.lses, slse}, hw}" in split
+    assert "args{problem, {t.q, sq, t.k, sk, t.v, sk}, {r.os, so, r.lses, slse}, hw}" in split
+    # the combine kernel may start during the attention kernel's tail: it waits for it before any read
+    combine = split[split.index("__global__ void combine_splits") :]
+    combine = combine[: combine.index("\n}\n")]
+    assert combine.index("cudaGridDependencySynchronize();") < combine.index("lses[")
+    assert "cudaLaunchAttributeProgrammaticStreamSerialization" in split
     plain = next(
         iter(plugin.render({"tile": [64, 128], "schedule": "tma"}, problem, "sm90").sources.values())
     )
-    assert "kSplits" not in plain and "combine_splits" not in plain
+    assert "kSplits" not in plain and "combine_splits" not in plain and "StrideO so" not in plain
     assert "struct Runner { Operation op; void* workspace = nullptr; };" in plain
     assert "args{problem, {t.q, sq, t.k, sk, t.v, sk}, {t.o, sq, t.lse, slse}, hw}" in plain
     assert plugin.render(

@@ -76,7 +76,7 @@ def test_rounds_alternate_and_a_failing_case_is_reported_while_the_others_are_me
     assert b["status"] == "failed" and b["why"].startswith("with_ftz: status=wrong_result")
 
 
-@pytest.mark.parametrize("script", ["fmha_ftz_ab", "fmha_exp2_ab"])
+@pytest.mark.parametrize("script", ["fmha_ftz_ab", "fmha_exp2_ab", "fmha_split_ab"])
 def test_run_without_a_built_folder_exits_2_naming_the_flag(tmp_path, capsys, script):
     drv = _driver(script)
     out = tmp_path / "out.json"
@@ -99,10 +99,42 @@ def test_the_scripts_without_cutlass_are_refused_by_name_and_write_nothing(tmp_p
     out = tmp_path / "out.json"
     for argv in (["fmha_ftz_sass_check.py", "--out", str(out)],
                  ["fmha_ftz_ab.py", "build", "--dir", str(tmp_path / "programs")],
-                 ["fmha_exp2_ab.py", "build", "--dir", str(tmp_path / "programs")]):  # fmt: skip
+                 ["fmha_exp2_ab.py", "build", "--dir", str(tmp_path / "programs")],
+                 ["fmha_split_ab.py", "build", "--dir", str(tmp_path / "programs")]):  # fmt: skip
         r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / argv[0]), *argv[1:]], cwd=tmp_path,
                            capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
         assert r.returncode == 1 and "CUTLASS headers not found" in r.stderr, r.stderr
         assert "(--cutlass-dir or CUTLASS_DIR)" in r.stderr
     assert not out.exists()
     assert not list((tmp_path / "programs").glob("case*"))
+
+
+def test_split_ab_renders_the_tuner_program_from_a_revision_and_the_earlier_program_from_its_own():
+    """The A/B's ``new`` side is the tuner's program; the revision loader renders a git revision's templates
+    under the same settings (HEAD's: byte for byte the tuner's program), and the default earlier revision
+    gives the per-chunk Q copy that template 4 removed."""
+    import subprocess
+
+    from kernelpilot.dsl_plugins.cuda.fmha import FmhaKernel
+
+    if subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True).returncode != 0:
+        pytest.skip("not a git checkout")
+    drv = _driver("fmha_split_ab")
+    common = _driver("cuda_kinds_common")
+    workload, config = drv.DEFAULT_CASES[0]
+    problem = common.problems()["fa_decode"][workload]
+    tuner = next(iter(FmhaKernel("fa_decode").render(dict(config), problem, "sm90").sources.values()))
+    args, new = drv.render_case(workload, config)
+    assert new == tuner and args and all(a.startswith("--") for a in args)
+    head_tree = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD", "--", "cpp_templates"])
+    if head_tree.returncode == 0:  # the working tree's templates are HEAD's
+        _, at_head = drv.render_case(workload, config, drv.revision_env("HEAD", ROOT))
+        assert at_head == tuner
+    known = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{drv.DEFAULT_BEFORE}^{{commit}}"])
+    if known.returncode != 0:
+        pytest.skip(f"{drv.DEFAULT_BEFORE} not in this clone's history")
+    _, old = drv.render_case(workload, config, drv.revision_env(drv.DEFAULT_BEFORE, ROOT), drv.BEFORE_VERSION)
+    assert "replicate_q<<<" in old and "replicate_q" not in new
+    assert "// template version 3." in old and "// template version 4." in new
+    with pytest.raises(FileNotFoundError, match="no-such-revision"):
+        drv.revision_env("no-such-revision", ROOT).get_template("cuda/fmha_sm90.cu.j2")
