@@ -54,10 +54,11 @@ FA_CAUSAL_TAIL_FRACTION = 0.15
 FA_WG_LOCK_SOFTMAX_FACTOR = 1.0
 #: exp2 emulation (``exp2_emulation`` = k: every k-th exponential on the FMA pipe) on the softmax-bound
 #: part, per period, at head dims up to EXP2_EMULATION_MAX_HEAD_DIM (where MUFU shares the bound with the
-#: tensor cores) and above;
-#: a period without a measurement has no predicted effect
-FA_EXP2_EMULATION_SOFTMAX_FACTOR: dict[int, float] = {}
-FA_EXP2_EMULATION_WIDE_HEAD_FACTOR: dict[int, float] = {}
+#: tensor cores) and above; a period without a measurement has no predicted effect.  Measured on an H100
+#: (benchmarks/results/fmha_exp2_ab_h100.json, medians of 5 alternating rounds): slower at every period, the
+#: inverse of the whole-program speedup (hd64: the mean of the two tiles where both ran)
+FA_EXP2_EMULATION_SOFTMAX_FACTOR: dict[int, float] = {8: 1.017, 4: 1.065, 3: 1.075, 2: 1.177}
+FA_EXP2_EMULATION_WIDE_HEAD_FACTOR: dict[int, float] = {4: 1.008}
 
 
 def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) -> float:

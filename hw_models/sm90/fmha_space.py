@@ -62,8 +62,8 @@ def enumerate_fmha(kernel: str, pair: DTypePair, problem: dict[str, Any] | None)
                                 yield variant
 
 
-#: exp2 emulation periods enumerated for prefill at head dims up to EXP2_EMULATION_MAX_HEAD_DIM (none until a
-#: GPU measurement says one is faster: benchmarks/fmha_exp2_ab.py)
+#: exp2 emulation periods enumerated for prefill at head dims up to EXP2_EMULATION_MAX_HEAD_DIM: none, since
+#: every period measured slower (benchmarks/results/fmha_exp2_ab_h100.json: 0.85-0.98x at head dim 64)
 ENUM_EXP2_EMULATION: tuple[int, ...] = ()
 
 

@@ -173,16 +173,26 @@ def test_neighbours_reach_every_period_and_back() -> None:
     assert "128x128x64_coop" in {n.label() for n in SM90.neighbours(fa((128, 128, 64), exp2_emulation=4))}
 
 
-def test_cost_model_predicts_no_effect_without_a_measured_factor(monkeypatch) -> None:
+def test_cost_model_ranks_the_measured_periods_slower_and_predicts_no_effect_without_a_factor(
+    monkeypatch,
+) -> None:
     import kernelpilot.hw_models.sm90.fmha_cost as cost
     from kernelpilot.hw_models.catalogue import get_device
 
     h200 = get_device("h200")
-    base, ex4 = fa((128, 128, 64)), fa((128, 128, 64), exp2_emulation=4)
-    assert cost.fmha_time_s(ex4, PREFILL_D64, h200) == cost.fmha_time_s(base, PREFILL_D64, h200)
+    base = fa((128, 128, 64))
+    # every measured period ran slower (the H100 A/B), the shorter the period the slower: ranked so
+    times = [cost.fmha_time_s(fa((128, 128, 64), exp2_emulation=k), PREFILL_D64, h200) for k in (8, 4, 3, 2)]
+    assert cost.fmha_time_s(base, PREFILL_D64, h200) < times[0] < times[1] < times[2] < times[3]
+    # a period without a measured factor has no predicted effect
+    ex6 = fa((128, 128, 64), exp2_emulation=6)
+    assert cost.fmha_time_s(ex6, PREFILL_D64, h200) == cost.fmha_time_s(base, PREFILL_D64, h200)
     # a factor applies to the softmax-bound part: at head dim 64 the softmax bounds the model's step
+    ex4 = fa((128, 128, 64), exp2_emulation=4)
     monkeypatch.setattr(cost, "FA_EXP2_EMULATION_SOFTMAX_FACTOR", {4: 0.9})
     assert cost.fmha_time_s(ex4, PREFILL_D64, h200) < cost.fmha_time_s(base, PREFILL_D64, h200)
+    # above head dim 64 the wide-head table applies, not the hd64 one
     hd128 = {**PREFILL_D64, "head_dim": 128}
     wide, wide_ex4 = fa((128, 128, 128)), fa((128, 128, 128), exp2_emulation=4)
+    monkeypatch.setattr(cost, "FA_EXP2_EMULATION_WIDE_HEAD_FACTOR", {})
     assert cost.fmha_time_s(wide_ex4, hd128, h200) == cost.fmha_time_s(wide, hd128, h200)
