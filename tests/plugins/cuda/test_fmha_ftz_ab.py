@@ -138,3 +138,27 @@ def test_split_ab_renders_the_tuner_program_from_a_revision_and_the_earlier_prog
     assert "// template version 3." in old and "// template version 4." in new
     with pytest.raises(FileNotFoundError, match="no-such-revision"):
         drv.revision_env("no-such-revision", ROOT).get_template("cuda/fmha_sm90.cu.j2")
+
+
+def test_template_4_leaves_the_prefill_programs_byte_for_byte_as_template_3_rendered_them():
+    """Decode template 4 must not move the prefill programs' build-cache keys: every prefill config the
+    A/B scripts time renders from this checkout exactly as from the template-3 revision's templates."""
+    import subprocess
+
+    from kernelpilot.dsl_plugins.cuda.fmha import normalize_fmha_config, render_fmha_program
+
+    drv = _driver("fmha_split_ab")
+    known = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{drv.DEFAULT_BEFORE}^{{commit}}"])
+    if known.returncode != 0:
+        pytest.skip(f"{drv.DEFAULT_BEFORE} not in this clone's history")
+    common = _driver("cuda_kinds_common")
+    exp2 = _driver("fmha_exp2_ab")
+    old_env = drv.revision_env(drv.DEFAULT_BEFORE, ROOT)
+    problems = common.problems()["fa_prefill"]
+    for _, workload, config, periods in exp2.DEFAULT_CASES:
+        problem = problems[workload]
+        for period in periods:
+            cfg = normalize_fmha_config({**config, "exp2_emulation": period}, problem["head_dim"])
+            now = render_fmha_program("fa_prefill", cfg, problem).sources
+            before = render_fmha_program("fa_prefill", cfg, problem, old_env, "3").sources
+            assert now == before, (workload, config, period)
