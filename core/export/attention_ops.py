@@ -101,14 +101,6 @@ def build(
             cfg = normalize_fmha_config(e.config, dims["head_dim"])
         except ValueError as exc:
             raise InputError(f"{where}: {exc}", field="best.config") from exc
-        if cfg.get("splits"):
-            # the exported kernel has no combine step: running the config unsplit would not be the
-            # kernel the run measured, so say so instead of exporting something else under its name
-            raise InputError(
-                f"{where}: the tuned config {fmha_label(cfg)} uses split-KV (splits={cfg['splits']}), which "
-                "the exported attention operator does not implement; export a run without split-KV winners",
-                field="best.config.splits",
-            )
         parsed = model.parse_config({"kernel": e.kind, "dtype": e.model_dtype, **e.config}, where=where)
         res = model.check(parsed, {**dims, "dtype": e.model_dtype})
         if not res.valid:
@@ -149,7 +141,13 @@ def render_kernel(kernel: AttentionKernel, name: str, env: Any) -> str:
 
     ctx = kernel_context(kernel.config, kernel.dtype, kernel.causal)
     tpl = env.get_template("export/cuda/attention_kernel.cu.j2")
-    return tpl.render(**ctx, name=name, symbol=kernel.symbol, label=kernel.label)
+    return tpl.render(
+        **ctx,
+        name=name,
+        symbol=kernel.symbol,
+        label=kernel.label,
+        splits=int(kernel.config.get("splits") or 0),
+    )
 
 
 def document(table: AttentionTable) -> dict[str, Any]:

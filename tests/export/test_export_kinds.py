@@ -713,37 +713,89 @@ def test_h200_kinds_check_accepts_a_nondeterministic_vendor_only_within_its_own_
         assert not check(nan, _FakeVendor(first, second), via)["ok"]
 
 
-def test_split_kv_winner_is_refused_by_name() -> None:
-    """The exported attention operator has no combine step, so a split-KV winner is an input error
-    naming the field, not a silently unsplit kernel."""
-    from kernelpilot.errors import InputError
-    from kernelpilot.export.attention_ops import build
+def _split_entry(splits: int = 4):
     from kernelpilot.export.runs import TunedEntry
-    from kernelpilot.targets import get_target_model
 
     dims = {"batch": 4, "num_heads_q": 32, "num_heads_kv": 8, "seq_kv": 32768, "head_dim": 128}
-    entry = TunedEntry(
-        kind="fa_decode",
-        dtype="bf16",
-        layout="",
-        dims=dims,
-        config={
-            "kernel": "fa_decode",
-            "dtype": "bf16",
-            "tile": [64, 128, 128],
-            "schedule": "tma",
-            "splits": 4,
-        },
-        label="64x128x128_tma_sk4",
-        runtime={},
-        time_ms=0.14,
-        time_source="confirmed",
-        origin={"run": "run.json", "workload": "llama3_8b_decode_b4_kv32k"},
-        raw_dtype="bf16",
+    config = {
+        "kernel": "fa_decode",
+        "dtype": "bf16",
+        "tile": [64, 128, 128],
+        "schedule": "tma",
+        "splits": splits,
+    }
+    return TunedEntry(kind="fa_decode", dtype="bf16", layout="", dims=dims, config=config,
+                      label=f"64x128x128_tma_sk{splits}", runtime={}, time_ms=0.1756, time_source="confirmed",
+                      origin={"run": "run.json", "workload": "llama3_8b_decode_b4_kv32k"}, raw_dtype="bf16")  # fmt: skip
+
+
+def test_split_kv_winner_is_exported_with_its_combine_step() -> None:
+    """A split-KV winner exports as the kernel the run measured: the collective over batch x head "batches"
+    and kSplits chunks with Q read in place, its partials in the workspace after the collective's, and the
+    combine kernel as a programmatic dependent launch writing through the operator's strides; launches
+    whose strides do not flatten or whose keys do not split into 8-row chunks are rejected (the operator
+    then falls back), and an unsplit kernel renders none of it."""
+    from kernelpilot.dsl_plugins.cuda.gemm import template_env
+    from kernelpilot.export.attention_ops import build, render_kernel
+    from kernelpilot.targets import get_target_model
+
+    table = build([_split_entry(4), _split_entry(0)], get_target_model("sm90"))
+    split, plain = table.kernels
+    assert split.config["splits"] == 4 and not plain.config.get("splits")
+    assert [r.kernel for r in table.rows] == [split, plain]
+    assert table.rows[0].label == "tma_64x128x128_sk4_nomask"
+    src = render_kernel(split, "kpk", template_env())
+    assert "constexpr int kSplits = 4;" in src
+    assert "ProblemShapeType problem{c.b * c.h, kSplits, c.q_rows, len, kHeadDim};" in src
+    assert "StrideQ sq = make_stride(int(c.q_row), _1{}, make_stride(int(c.q_h), 0));" in src
+    assert "StrideQ sk = make_stride(int(c.k_row), _1{}, make_stride(int(c.k_h), int(len * c.k_row)));" in src
+    assert (
+        "c.k_rows % (8 * kSplits) == 0" in src and "flat(c.q_b, c.q_h)" in src and "flat(c.o_b, c.o_h)" in src
     )
-    with pytest.raises(InputError, match="split-KV") as err:
-        build([entry], get_target_model("sm90"))
-    assert err.value.field == "best.config.splits"
+    # the workspace holds the collective's part, then the partial O and LSE; the size check covers all three
+    assert "return split_layout(c, Operation::get_workspace_size(args)).total;" in src
+    assert "l.total > workspace_bytes" in src
+    combine = src[src.index("__global__ void combine_splits") :]
+    combine = combine[: combine.index("\n}\n")]
+    assert combine.index("cudaGridDependencySynchronize();") < combine.index("lses[")
+    assert "bi * c.o_b + hi * c.o_h + row * c.o_row" in combine
+    assert "cudaLaunchAttributeProgrammaticStreamSerialization" in src and "combine.stream = c.stream;" in src
+    unsplit = render_kernel(plain, "kpk", template_env())
+    assert "kSplits" not in unsplit and "combine_splits" not in unsplit
+    assert "auto args = arguments_of(c, sm_count);" in unsplit
+
+
+SPLIT_RUN = REPO / "benchmarks" / "results" / "kinds_t4_h100_decode_run_kinds.json"
+
+
+@pytest.mark.slow
+@needs_tools
+def test_a_recorded_split_kv_winner_exports_and_its_kernel_compiles_for_sm90a(tmp_path):
+    """The decode run recorded on an H100 (its Llama-3-8B b4 kv32k winner is split-KV) exports with the
+    split kernel routed to that problem, and the kernel's translation unit builds with nvcc for sm_90a
+    against the CUTLASS headers (one real FMHA compile, about a minute on two cores)."""
+    from kernelpilot.dsl_plugins.cuda.fmha import FMHA_NVCC_FLAGS, FmhaKernel
+
+    run = tmp_path / "fa_decode.json"
+    run.write_text(json.dumps(json.loads(SPLIT_RUN.read_text())["fa_decode"]))
+    out = tmp_path / "out"
+    r = run_cli("export", str(run), "--out", str(out), "--name", "kpk", "--no-bundle-cutlass",
+                "--min-vendor-ratio", "0")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "dispatch.json").read_text())["attention"]
+    split = [k for k in doc["kernels"] if k["config"].get("splits")]
+    assert [k["label"] for k in split] == ["tma_64x128x128_sk4_nomask"]
+    (entry,) = [e for e in doc["entries"] if e["origin"]["workload"] == "llama3_8b_decode_b4_kv32k"]
+    assert entry["kernel"] == split[0]["id"]
+    src = out / "csrc" / "attention" / f"{split[0]['id']}.cu"
+    assert "constexpr int kSplits = 4;" in src.read_text()
+    flags = [f for f in FMHA_NVCC_FLAGS if f not in ("-Xptxas", "-v")]
+    recipe = FmhaKernel("fa_decode").build_recipe("sm90", {"cutlass_dir": str(CUTLASS)})
+    paths = [f"-I{out / 'include'}", *(f"-I{d}" for d in recipe.include_dirs)]
+    r = subprocess.run([NVCC, *flags, *paths, "-c", str(src), "-o", str(tmp_path / "split.o")],
+                       capture_output=True, text=True, timeout=1200)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert (tmp_path / "split.o").stat().st_size > 0
 
 
 def test_per_group_winner_is_served_by_the_vendor_op_with_the_reason() -> None:
