@@ -763,6 +763,22 @@ def test_split_kv_winner_is_exported_with_its_combine_step() -> None:
     unsplit = render_kernel(plain, "kpk", template_env())
     assert "kSplits" not in unsplit and "combine_splits" not in unsplit
     assert "auto args = arguments_of(c, sm_count);" in unsplit
+    # both ask CUTLASS's can_implement about the rows rounded up to 8 and launch the true count
+    assert (
+        "split_arguments_of(rows_rounded(c)," in src
+        and "auto args = split_arguments_of(c, os, lses, sm_count);" in src
+    )
+    assert "can_implement(arguments_of(rows_rounded(c), sm_count))" in unsplit
+
+
+def test_the_operator_pads_query_rows_only_under_the_causal_mask(kinds_export):
+    """Decode with 4 or 7 query heads per kv head packs 4 or 7 rows: without the mask the kernels take
+    them as they are (no padded copy of Q in, none of O out); causal launches keep rows in multiples of 8,
+    as the tuning programs ran them."""
+    ops = (kinds_export / "csrc" / "attention_ops.cpp").read_text()
+    assert "rpad = causal ? (rows + 7) / 8 * 8 : rows;" in ops
+    body = ops[ops.index("if (rpad != rows) {") :]
+    assert "qk.narrow(2, 0, rows).copy_(qv);" in body[: body.index("\n  }\n")]
 
 
 SPLIT_RUN = REPO / "benchmarks" / "results" / "kinds_t4_h100_decode_run_kinds.json"
