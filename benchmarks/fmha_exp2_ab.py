@@ -32,12 +32,9 @@ from fmha_ftz_ab import (
     MANIFEST,
     ab_parser,
     compile_programs,
-    device_name,
     finish_build,
-    measure,
     missing_manifest,
-    report_rows,
-    too_few_rounds,
+    run_and_record,
 )
 from fmha_ftz_sass_check import fmha_kernel_opcodes
 
@@ -137,24 +134,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "sass":
         Path(args.out).write_text(json.dumps(sass_record(folder), indent=1) + "\n")
         return 0
-    if too_few_rounds(args.rounds):
-        return 2
-    rows = measure(folder, args.rounds, baseline=BASELINE)
-    manifest = json.loads((folder / MANIFEST).read_text())
-    record = {
-        "what": "FMHA programs with every k-th softmax exponential on the FMA pipe (exp2_emulation = k) against "
+    return run_and_record(
+        args,
+        "fmha_exp2_ab.py",
+        BASELINE,
+        "FMHA programs with every k-th softmax exponential on the FMA pipe (exp2_emulation = k) against "
         "the same tile without (ex0), alternating order per round, each run checked; speedup = median ms of "
         "ex0 / median ms of exk",
-        "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "device": device_name(),
-        "command": f"python benchmarks/fmha_exp2_ab.py run --dir {args.dir} --rounds {args.rounds} "
-        f"--out {Path(args.out).name}",
-        "built_with": {key: manifest[key] for key in ("nvcc", "cutlass", "flags")},
-        "rows": rows,
-    }
-    Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
-    report_rows(rows)
-    return 0 if all(row["status"] == "ok" for row in rows) else 1
+    )
 
 
 if __name__ == "__main__":

@@ -187,29 +187,40 @@ def device_name() -> str:
         return ""
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap, _ = ab_parser(__doc__.splitlines()[0], "render and build both variants of every case into --dir",
-                      "time both variants side by side (GPU)")  # fmt: skip
-    args = ap.parse_args(argv)
+def run_and_record(args: argparse.Namespace, script: str, baseline: str, what: str,
+                   built_with: tuple[str, ...] = ("nvcc", "cutlass", "flags")) -> int:  # fmt: skip
+    """The A/B scripts' run mode: check the folder and rounds (exit 2), :func:`measure`, write the record
+    (``what``, date, device, the command, the manifest's ``built_with`` keys, every row) to ``--out``,
+    print one line per case; exit 1 when a case failed."""
     folder = Path(args.dir)
-    if args.mode == "build":
-        return build(folder, args.cutlass_dir, args.jobs)
     if missing_manifest(folder) or too_few_rounds(args.rounds):
         return 2
-    rows = measure(folder, args.rounds, baseline="without_ftz")
+    rows = measure(folder, args.rounds, baseline=baseline)
     manifest = json.loads((folder / MANIFEST).read_text())
     record = {
-        "what": "FMHA programs with and without -ftz=true, alternating order per round, each run checked; "
-        "speedup = median ms without / median ms with the flag",
+        "what": what,
         "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "device": device_name(),
-        "command": f"python benchmarks/fmha_ftz_ab.py run --dir {args.dir} --rounds {args.rounds} --out {Path(args.out).name}",
-        "built_with": {key: manifest[key] for key in ("nvcc", "cutlass", "flags")},
+        "command": f"python benchmarks/{script} run --dir {args.dir} --rounds {args.rounds} --out {Path(args.out).name}",
+        "built_with": {key: manifest[key] for key in built_with},
         "rows": rows,
     }  # fmt: skip
     Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
     report_rows(rows)
     return 0 if all(row["status"] == "ok" for row in rows) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap, _ = ab_parser(__doc__.splitlines()[0], "render and build both variants of every case into --dir",
+                      "time both variants side by side (GPU)")  # fmt: skip
+    args = ap.parse_args(argv)
+    if args.mode == "build":
+        return build(Path(args.dir), args.cutlass_dir, args.jobs)
+    return run_and_record(
+        args, "fmha_ftz_ab.py", "without_ftz",
+        "FMHA programs with and without -ftz=true, alternating order per round, each run checked; "
+        "speedup = median ms without / median ms with the flag",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -21,23 +21,16 @@ CUTLASS headers with ``examples/88_hopper_fmha``: ``--cutlass-dir`` or ``CUTLASS
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 from cuda_kinds_common import kernels, problems
 from fmha_ftz_ab import (
-    MANIFEST,
     ab_parser,
     compile_programs,
-    device_name,
     finish_build,
-    measure,
-    missing_manifest,
-    report_rows,
-    too_few_rounds,
+    run_and_record,
 )
 from jinja2 import FunctionLoader
 
@@ -134,25 +127,16 @@ def main(argv: list[str] | None = None) -> int:
     folder = Path(args.dir)
     if args.mode == "build":
         return build(folder, args.cutlass_dir, args.jobs, args.before)
-    if missing_manifest(folder) or too_few_rounds(args.rounds):
-        return 2
-    rows = measure(folder, args.rounds, baseline=BASELINE)
-    manifest = json.loads((folder / MANIFEST).read_text())
-    record = {
-        "what": "split-KV decode programs of FMHA template 4 (Q read in place, combine as a programmatic "
-        f"dependent launch; new) against the same configs rendered from the templates at {manifest['before']} "
-        "(Q copied per chunk by a third kernel; old), alternating order per round, each run checked; "
-        "speedup = median ms old / median ms new",
-        "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "device": device_name(),
-        "command": f"python benchmarks/fmha_split_ab.py run --dir {args.dir} --rounds {args.rounds} "
-        f"--out {Path(args.out).name}",
-        "built_with": {key: manifest[key] for key in ("nvcc", "cutlass", "flags", "before")},
-        "rows": rows,
-    }
-    Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
-    report_rows(rows)
-    return 0 if all(row["status"] == "ok" for row in rows) else 1
+    return run_and_record(
+        args,
+        "fmha_split_ab.py",
+        BASELINE,
+        "split-KV decode programs of FMHA template 4 (Q read in place, combine as a programmatic dependent "
+        "launch; new) against the same configs rendered from the templates at the manifest's `before` "
+        "revision (Q copied per chunk by a third kernel; old), alternating order per round, each run "
+        "checked; speedup = median ms old / median ms new",
+        ("nvcc", "cutlass", "flags", "before"),
+    )
 
 
 if __name__ == "__main__":

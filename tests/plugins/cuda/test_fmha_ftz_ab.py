@@ -83,7 +83,7 @@ def test_run_without_a_built_folder_exits_2_naming_the_flag(tmp_path, capsys, sc
     assert drv.main(["run", "--dir", str(tmp_path / "nothing"), "--out", str(out)]) == 2
     assert "--dir" in capsys.readouterr().err and not out.exists()
     os.makedirs(tmp_path / "built")
-    (tmp_path / "built" / drv.MANIFEST).write_text(json.dumps({"cases": []}))
+    (tmp_path / "built" / _driver().MANIFEST).write_text(json.dumps({"cases": []}))
     assert drv.main(["run", "--dir", str(tmp_path / "built"), "--rounds", "1", "--out", str(out)]) == 2
     assert "--rounds" in capsys.readouterr().err and not out.exists()
 
@@ -162,3 +162,32 @@ def test_template_4_leaves_the_prefill_programs_byte_for_byte_as_template_3_rend
             now = render_fmha_program("fa_prefill", cfg, problem).sources
             before = render_fmha_program("fa_prefill", cfg, problem, old_env, "3").sources
             assert now == before, (workload, config, period)
+
+
+def test_run_mode_writes_the_record_with_its_build_facts_and_exits_1_on_a_failed_case(tmp_path, capsys):
+    """The shared run mode (run_and_record), through the split A/B's command line: the record names the
+    script's command, the manifest's build facts (the split A/B's earlier revision too) and every row; a
+    failing case is reported and makes the exit status 1 after the others are measured."""
+    drv = _driver("fmha_split_ab")
+    log = tmp_path / "calls.log"
+    _program(tmp_path / "c0_old", log, [1.2, 1.2])
+    _program(tmp_path / "c0_new", log, [1.0, 1.0])
+    _program(tmp_path / "c1_old", log, [1.0, 1.0])
+    _program(tmp_path / "c1_new", log, [0.9, 0.9], status="wrong_result", passed=False)
+    cases = [{"kind": "fa_decode", "workload": f"w{i}", "config": {"splits": 4}, "args": ["--b=4"],
+              "binaries": {"old": f"c{i}_old", "new": f"c{i}_new"}} for i in (0, 1)]  # fmt: skip
+    built = {"nvcc": "nvcc 13.0", "cutlass": "cutlass 4.2.0", "flags": ["-ftz=true"], "before": "abc1234"}
+    (tmp_path / _driver().MANIFEST).write_text(json.dumps({**built, "cases": cases}))
+    out = tmp_path / "ab.json"
+    assert drv.main(["run", "--dir", str(tmp_path), "--rounds", "2", "--out", str(out)]) == 1
+    record = json.loads(out.read_text())
+    assert record["built_with"] == built
+    assert (
+        record["command"]
+        == f"python benchmarks/fmha_split_ab.py run --dir {tmp_path} --rounds 2 --out ab.json"
+    )
+    ok, failed = record["rows"]
+    assert ok["status"] == "ok" and ok["speedup"] == {"new": 1.2}
+    assert failed["status"] == "failed" and failed["why"].startswith("new: status=wrong_result")
+    printed = capsys.readouterr().out
+    assert "w0 " in printed and "speedup {'new': 1.2}" in printed and "w1 " in printed and "failed" in printed
