@@ -757,9 +757,13 @@ def test_split_kv_winner_is_exported_with_its_combine_step() -> None:
     assert "l.total > workspace_bytes" in src
     combine = src[src.index("__global__ void combine_splits") :]
     combine = combine[: combine.index("\n}\n")]
-    assert combine.index("cudaGridDependencySynchronize();") < combine.index("lses[")
+    assert combine.index("cudaGridDependencySynchronize();") < combine.index("combine_split_row(os, lses,")
     assert "bi * c.o_b + hi * c.o_h + row * c.o_row" in combine
-    assert "cudaLaunchAttributeProgrammaticStreamSerialization" in src and "combine.stream = c.stream;" in src
+    assert "c.lse[bi * c.lse_b + hi * c.lse_h + row] = mt.y > 0.f ? mt.x + logf(mt.y) : -INFINITY;" in combine
+    # the tuning program's combine row and programmatic dependent launch, on the operator's stream
+    assert "__device__ __forceinline__ float2 combine_split_row(" in src
+    assert "cudaLaunchAttributeProgrammaticStreamSerialization" in src
+    assert "launch_combine(combine_splits, (long long)c.b * c.h * c.q_rows, c.stream," in src
     unsplit = render_kernel(plain, "kpk", template_env())
     assert "kSplits" not in unsplit and "combine_splits" not in unsplit
     assert "auto args = arguments_of(c, sm_count);" in unsplit

@@ -265,7 +265,7 @@ def test_split_kv_renders_the_combine_path_and_leaves_other_programs_unchanged()
             ).sources.values()
         )
     )
-    assert "constexpr int kSplits = 8;" in split and "cudaLaunchKernelEx(&combine, combine_splits" in split
+    assert "constexpr int kSplits = 8;" in split and "CUDA_OK(launch_combine(combine_splits," in split
     # every chunk reads Q in place (head stride 0): no replication kernel, no Q copy
     assert "replicate_q" not in split and "r.qs" not in split
     assert "StrideQ sq = make_stride(kHeadDim, _1{}, make_stride(d.qpad * kHeadDim, 0));" in split
@@ -278,12 +278,17 @@ def test_split_kv_renders_the_combine_path_and_leaves_other_programs_unchanged()
     # the combine kernel may start during the attention kernel's tail: it waits for it before any read
     combine = split[split.index("__global__ void combine_splits") :]
     combine = combine[: combine.index("\n}\n")]
-    assert combine.index("cudaGridDependencySynchronize();") < combine.index("lses[")
-    assert "cudaLaunchAttributeProgrammaticStreamSerialization" in split
+    assert combine.index("cudaGridDependencySynchronize();") < combine.index("combine_split_row(os, lses,")
+    launcher = split[split.index("static cudaError_t launch_combine(") :]
+    launcher = launcher[: launcher.index("\n}\n")]
+    assert (
+        "cudaLaunchAttributeProgrammaticStreamSerialization" in launcher and "config.stream = s;" in launcher
+    )
     plain = next(
         iter(plugin.render({"tile": [64, 128], "schedule": "tma"}, problem, "sm90").sources.values())
     )
-    assert "kSplits" not in plain and "combine_splits" not in plain and "StrideO so" not in plain
+    assert "kSplits" not in plain and "combine_split" not in plain and "StrideO so" not in plain
+    assert "launch_combine" not in plain
     assert "struct Runner { Operation op; void* workspace = nullptr; };" in plain
     assert "args{problem, {t.q, sq, t.k, sk, t.v, sk}, {t.o, sq, t.lse, slse}, hw}" in plain
     assert plugin.render(

@@ -174,10 +174,10 @@ def test_fmha_program_times_launches_replayed_from_a_cuda_graph(splits):
     body = body[: body.index("\n}\n")]
     assert "r.op.run(s)" in body
     assert "<<<" not in body
-    launches = [line for line in body.splitlines() if "cudaLaunchKernelEx(" in line]
+    launches = [line for line in body.splitlines() if "launch_combine(" in line]
     assert len(launches) == (1 if splits else 0)
-    if splits:
-        assert "combine.stream = s;" in body and "combine.numAttrs = 1;" in body
+    if splits:  # on the captured stream
+        assert "launch_combine(combine_splits, (long long)bh * r.d.qpad, s," in launches[0]
     timed = src[src.index("capture_launches(runners, iters, stream)") :]
     assert "cudaGraphLaunch(graph_exec, stream)" in timed
     assert "for (int i = 0; i < iters; ++i) launch(runners[i % buffers], stream);" in timed  # fallback
