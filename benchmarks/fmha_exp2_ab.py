@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sys
 from pathlib import Path
 
 from cuda_kinds_common import kernels, problems
@@ -33,13 +32,12 @@ from fmha_ftz_ab import (
     ab_parser,
     compile_programs,
     finish_build,
+    fmha_build_inputs,
     missing_manifest,
     run_and_record,
 )
 from fmha_ftz_sass_check import fmha_kernel_opcodes
 
-from kernelpilot.dsl_plugins.cuda.fmha import FMHA_NVCC_FLAGS
-from kernelpilot.errors import ToolMissingError
 from kernelpilot.toolchain import tool_version
 
 #: (kind, workload, config, periods): the head-dim-64 prefill winners (H100: 192x128 with three MMA
@@ -60,13 +58,10 @@ def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
     """Render every (case, period) as the tuner renders it and build what ``folder`` lacks."""
     folder.mkdir(parents=True, exist_ok=True)
     ks, probs = kernels(), problems()
-    try:
-        recipe = ks["fa_prefill"].build_recipe("sm90", {"cutlass_dir": cutlass_dir or None})
-    except ToolMissingError as exc:
-        print(f"error: {exc} (--cutlass-dir or CUTLASS_DIR)", file=sys.stderr)
+    inputs = fmha_build_inputs("fa_prefill", cutlass_dir)
+    if inputs is None:
         return 1
-    includes = [f"-I{p}" for p in recipe.include_dirs]
-    flags = tuple(f for f in FMHA_NVCC_FLAGS if f not in ("-Xptxas", "-v"))
+    recipe, includes, flags = inputs
     cases, todo = [], []
     for i, (kind, workload, config, periods) in enumerate(DEFAULT_CASES):
         kernel, problem = ks[kind], probs[kind][workload]

@@ -36,6 +36,8 @@ from kernelpilot.tile_tuner.kernel_api import parse_result_line
 from kernelpilot.toolchain import tool_version
 
 MANIFEST = "manifest.json"
+#: ptxas's register report: part of the tuner's flags, not of the code, so the A/B builds leave it out
+PTXAS_REPORT = ("-Xptxas", "-v")
 
 
 def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
@@ -47,9 +49,8 @@ def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
         print(f"error: {exc} (--cutlass-dir or CUTLASS_DIR)", file=sys.stderr)
         return 1
     includes = [f"-I{p}" for p in recipe.include_dirs]
-    # the programs' flags less ptxas's register report (not part of the code)
     flag_sets = {
-        label: tuple(f for f in flags if f not in ("-Xptxas", "-v")) for label, flags in FLAG_SETS.items()
+        label: tuple(f for f in flags if f not in PTXAS_REPORT) for label, flags in FLAG_SETS.items()
     }
     cases, todo = [], []
     for case in rendered:
@@ -65,6 +66,22 @@ def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
     manifest = {"nvcc": tool_version("nvcc"), "cutlass": recipe.library_version,
                 "flags": {label: list(flags) for label, flags in flag_sets.items()}, "cases": cases}  # fmt: skip
     return finish_build(folder, manifest, len(todo), errors)
+
+
+def fmha_build_inputs(kind: str, cutlass_dir: str) -> tuple[Any, list[str], tuple[str, ...]] | None:
+    """The recipe, include flags and nvcc flags (``FMHA_NVCC_FLAGS`` less :data:`PTXAS_REPORT`) the tuner
+    builds a ``kind`` program with; None, after naming ``--cutlass-dir``, when CUTLASS is not found."""
+    from cuda_kinds_common import kernels
+
+    from kernelpilot.dsl_plugins.cuda.fmha import FMHA_NVCC_FLAGS
+
+    try:
+        recipe = kernels()[kind].build_recipe("sm90", {"cutlass_dir": cutlass_dir or None})
+    except ToolMissingError as exc:
+        print(f"error: {exc} (--cutlass-dir or CUTLASS_DIR)", file=sys.stderr)
+        return None
+    flags = tuple(f for f in FMHA_NVCC_FLAGS if f not in PTXAS_REPORT)
+    return recipe, [f"-I{p}" for p in recipe.include_dirs], flags
 
 
 def compile_programs(

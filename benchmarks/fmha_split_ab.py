@@ -30,13 +30,13 @@ from fmha_ftz_ab import (
     ab_parser,
     compile_programs,
     finish_build,
+    fmha_build_inputs,
     run_and_record,
 )
 from jinja2 import FunctionLoader
 
-from kernelpilot.dsl_plugins.cuda.fmha import FMHA_NVCC_FLAGS, normalize_fmha_config, render_fmha_program
+from kernelpilot.dsl_plugins.cuda.fmha import normalize_fmha_config, render_fmha_program
 from kernelpilot.dsl_plugins.cuda.gemm import template_env
-from kernelpilot.errors import ToolMissingError
 from kernelpilot.toolchain import tool_version
 
 #: the last revision whose decode program copies Q per split-KV chunk, and its decode template version
@@ -79,19 +79,16 @@ def render_case(workload: str, config: dict, env=None, version: str = "") -> tup
 def build(folder: Path, cutlass_dir: str, jobs: int, before: str) -> int:
     """Render every case from this checkout and from ``before`` and build what ``folder`` lacks."""
     folder.mkdir(parents=True, exist_ok=True)
-    try:
-        recipe = kernels()["fa_decode"].build_recipe("sm90", {"cutlass_dir": cutlass_dir or None})
-    except ToolMissingError as exc:
-        print(f"error: {exc} (--cutlass-dir or CUTLASS_DIR)", file=sys.stderr)
+    inputs = fmha_build_inputs("fa_decode", cutlass_dir)
+    if inputs is None:
         return 1
+    recipe, includes, flags = inputs
     try:
         old_env = revision_env(before, Path(__file__).resolve().parents[1])
         old_env.get_template("cuda/fmha_sm90.cu.j2")
     except FileNotFoundError as exc:
         print(f"error: --before {before}: {exc}", file=sys.stderr)
         return 1
-    includes = [f"-I{p}" for p in recipe.include_dirs]
-    flags = tuple(f for f in FMHA_NVCC_FLAGS if f not in ("-Xptxas", "-v"))
     cases, todo = [], []
     for i, (workload, config) in enumerate(DEFAULT_CASES):
         binaries = {}
