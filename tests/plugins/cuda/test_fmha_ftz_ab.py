@@ -191,3 +191,24 @@ def test_run_mode_writes_the_record_with_its_build_facts_and_exits_1_on_a_failed
     assert failed["status"] == "failed" and failed["why"].startswith("new: status=wrong_result")
     printed = capsys.readouterr().out
     assert "w0 " in printed and "speedup {'new': 1.2}" in printed and "w1 " in printed and "failed" in printed
+
+
+def test_split_ab_build_refuses_an_unknown_revision_by_name(tmp_path, capsys):
+    """`--before` naming no revision of this clone: exit 1, the flag and the revision in the message, and
+    nothing rendered or built."""
+    import subprocess
+
+    cutlass = ROOT / ".deps" / "cutlass"
+    if not cutlass.exists():
+        pytest.skip("needs CUTLASS headers in .deps/cutlass (README setup)")
+    if subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True).returncode != 0:
+        pytest.skip("not a git checkout")
+    drv = _driver("fmha_split_ab")
+    folder = tmp_path / "programs"
+    argv = ["build", "--dir", str(folder), "--cutlass-dir", str(cutlass), "--before", "no-such-revision"]
+    assert drv.main(argv) == 1
+    err = capsys.readouterr().err
+    assert (
+        err.startswith("error: --before no-such-revision: ") and "cpp_templates/cuda/fmha_sm90.cu.j2" in err
+    )
+    assert not list(folder.glob("case*"))
