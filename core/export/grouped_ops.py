@@ -157,6 +157,11 @@ def build(
                 f"the tuned config {config_label(cfg)} launches the dense kernel once per group "
                 "(launch: per_group), which the exported grouped operator does not implement"
             )
+        if reason is None and cfg.get("extra_tile_n"):
+            reason = (
+                f"the tuned config {config_label(cfg)} runs its groups with mixed token-side widths "
+                "(extra_tile_n: one launch per width), which the exported grouped operator does not implement"
+            )
         if key not in kernels and reason is None:
             probe = model.parse_config(
                 {"kernel": "grouped_gemm", "dtype": e.model_dtype, **e.config}, where=where

@@ -157,6 +157,19 @@ def normalize_gemm_config(config: Any) -> dict[str, Any]:
         if launch == "per_group":
             raise ValueError("swap_ab is implemented for the grouped launch only, not per_group")
         out["swap_ab"] = True  # likewise written only when set
+    extra = c.get("extra_tile_n") or []
+    if extra:
+        if not swap_ab or launch != "grouped":
+            raise ValueError(
+                "extra_tile_n (mixed token-side widths) needs swap_ab: true and the grouped launch"
+            )
+        try:
+            widths = [int(w) for w in extra]
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"extra_tile_n must be a list of tile N widths, got {extra!r}") from exc
+        if len({tile[1], *widths}) != 1 + len(widths):
+            raise ValueError(f"extra_tile_n {widths} repeats a width (tile N is {tile[1]})")
+        out["extra_tile_n"] = widths  # likewise
     return out
 
 
@@ -167,6 +180,8 @@ def config_label(cfg: dict[str, Any]) -> str:
     if cfg.get("launch") == "per_group":
         pg = "_pergroup" + ("_streamk" if cfg.get("tile_scheduler") == "streamk" else "")
     swap = "_swap" if cfg.get("swap_ab") else ""
+    if cfg.get("extra_tile_n"):
+        swap += "_n" + "+".join(str(w) for w in cfg["extra_tile_n"])
     return f"{cfg['schedule'][:4]}_{t[0]}x{t[1]}x{t[2]}_c{cl[0]}x{cl[1]}_{cfg['epilogue']}{st}{pg}{swap}"
 
 
@@ -394,6 +409,8 @@ def kernel_context(cfg: dict[str, Any], dtype: str) -> dict[str, Any]:
         "epilogue_schedule": epilogue,
         "epilogue": cfg["epilogue"],
         "swap_ab": bool(cfg.get("swap_ab")),
+        # every token-side width (tile N first): more than one renders one kernel per width
+        "widths": [cfg["tile"][1], *cfg.get("extra_tile_n", [])],
     }
 
 

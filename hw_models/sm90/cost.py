@@ -28,7 +28,7 @@ from typing import Any
 from kernelpilot.hw_models.base import ceil_div
 from kernelpilot.hw_models.catalogue import Device
 from kernelpilot.hw_models.problems import batch, gemm_problems
-from kernelpilot.hw_models.sm90.gemm import PTR_ARRAY_KERNELS, Sm90GemmConfig, auto_stages
+from kernelpilot.hw_models.sm90.gemm import PTR_ARRAY_KERNELS, Sm90GemmConfig, auto_stages, width_for_tokens
 
 # ---- sm90 constants (calibration targets) --------------------------------------------------------
 SM90_L2_BYTES_PER_S = 8.7e12  # aggregate L2 -> SM operand bandwidth seen by GEMM mainloops (fit, H200)
@@ -74,6 +74,27 @@ def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) ->
             sm90_time_s(dense, {"M": m, "N": n, "K": k, "dtype": problem.get("dtype")}, device)
             for m, n, k in gemm_problems(problem, cfg.kernel)
             if m > 0
+        )
+    if cfg.extra_tile_n and cfg.kernel in PTR_ARRAY_KERNELS:
+        # mixed token-side widths: one ptr-array launch per width over the groups it pads least, back to
+        # back on one stream (each launch pays its own launch and last-wave tail)
+        classes: dict[int, list[list[int]]] = {}
+        for m, n, k in gemm_problems(problem, cfg.kernel):
+            if m > 0:
+                classes.setdefault(width_for_tokens(m, cfg.token_widths), []).append([m, n, k])
+        return sum(
+            sm90_time_s(
+                cfg.model_copy(
+                    update={
+                        "kernel": "grouped_gemm",
+                        "tile": (cfg.tile[0], w, cfg.tile[2]),
+                        "extra_tile_n": (),
+                    }
+                ),
+                {"groups": groups, "dtype": problem.get("dtype")},
+                device,
+            )
+            for w, groups in classes.items()
         )
     if cfg.swap_ab and cfg.kernel not in PTR_ARRAY_KERNELS:  # the kernel runs D^T = B^T A^T: N x M x K
         problem = {**problem, "M": problem["N"], "N": problem["M"]}

@@ -17,6 +17,7 @@ the tuner varies them without rebuilding.
 from __future__ import annotations
 
 import math
+from itertools import combinations
 from typing import Any
 
 from kernelpilot.hw_models.base import (
@@ -63,6 +64,7 @@ FIELDS = (
     "tile_scheduler",
     "swap_ab",
     "launch",
+    "extra_tile_n",
 )
 #: how a grouped / MoE config runs its groups: ``grouped`` = one ptr-array grouped GEMM over all groups
 #: (examples/57_hopper_grouped_gemm); ``per_group`` = the dense sm90 GEMM kernel of the config launched
@@ -131,6 +133,18 @@ ENUM_SWAP_PTR_ARRAY_TILE_N = (144, 160, 176, 208, 224, 240)
 # for the swap-AB grouped family, whose widths are all extended shapes.
 BASE_WGMMA_N = (256, 192, 128, 96, 64, 32, 16, 8)
 SWAP_PTR_ARRAY_WIDTHS = 3
+# Mixed token-side widths (``extra_tile_n``): one width for every group still pads each group to its own
+# multiple of that width (Qwen3-8B down's 16 requests of 179-1019 tokens pay 13.7 % of their MMAs on padding
+# at 176; Phi-3's 11 %), where a per-GEMM vendor kernel picks a tile per group.  A mixed config instantiates
+# the swap-AB ptr-array kernel once per width and launches each over the groups that width pads least (ties
+# to the wider tile, which has fewer tiles), one launch after the other.  Widths are chosen from this menu
+# (the family's widths and the base WGMMA widths of the unswapped tiles), at most ``MAX_TOKEN_WIDTHS`` per
+# config: every width is one more kernel instantiation to compile and one more launch tail to pay.
+MIXED_WIDTH_MENU = (128, 144, 160, 176, 192, 208, 224, 240, 256)
+MAX_TOKEN_WIDTHS = 3
+#: a mixed config is enumerated only where it saves at least this share of the best single width's rows:
+#: below it, the extra launch tail costs more than the padding it removes
+MIXED_MIN_PADDING_SAVING = 0.02
 
 
 def padded_rows(tokens: list[int], width: int) -> int:
@@ -138,12 +152,52 @@ def padded_rows(tokens: list[int], width: int) -> int:
     return sum(ceil_div(t, width) * width for t in tokens)
 
 
+def width_for_tokens(tokens: int, widths: tuple[int, ...]) -> int:
+    """The token-side width of ``widths`` a group of ``tokens`` runs with in a mixed config: the one that
+    pads it least, ties to the wider tile (fewer tiles).  The program applies the same rule
+    (cpp_templates/cuda/grouped_gemm_sm90.cu.j2 ``width_class``)."""
+    return min(widths, key=lambda w: (ceil_div(tokens, w) * w, -w))
+
+
+def mixed_padded_rows(tokens: list[int], widths: tuple[int, ...]) -> int:
+    """Rows a mixed config computes: each group padded to the width it runs with."""
+    return sum(ceil_div(t, w) * w for t in tokens for w in (width_for_tokens(t, widths),))
+
+
+def mixed_token_widths(tokens: list[int], menu: tuple[int, ...]) -> tuple[int, ...]:
+    """The widths of ``menu`` (at most ``MAX_TOKEN_WIDTHS``, widest first) that pad ``tokens`` least, with
+    the fewest widths among equals and then the widest; ``()`` when no set saves
+    ``MIXED_MIN_PADDING_SAVING`` of the best single width's rows or when every width it would use is the
+    same one (all groups fall to one width)."""
+    if not tokens or not menu:
+        return ()
+    single = min(padded_rows(tokens, w) for w in menu)
+    best: tuple[int, int, int] | None = None
+    best_set: tuple[int, ...] = ()
+    for size in range(2, MAX_TOKEN_WIDTHS + 1):
+        for combo in combinations(sorted(menu, reverse=True), size):
+            used = {width_for_tokens(t, combo) for t in tokens}
+            if len(used) < size:  # a width no group runs with is a build and a launch for nothing
+                continue
+            key = (mixed_padded_rows(tokens, combo), size, -sum(combo))
+            if best is None or key < best:
+                best, best_set = key, combo
+    if best is None or best[0] > single * (1.0 - MIXED_MIN_PADDING_SAVING):
+        return ()
+    return best_set
+
+
+def group_tokens(problem: dict[str, Any] | None, kernel: str) -> list[int]:
+    """The token counts of a grouped / MoE problem's non-empty groups."""
+    if not problem:
+        return []
+    return [m for m, _, _ in gemm_problems(problem, kernel) if m > 0]
+
+
 def swap_token_tile_ns(problem: dict[str, Any] | None, kernel: str) -> tuple[int, ...]:
     """The token-side tile widths of the swap-AB ptr-array family for this problem (see above), widest
     first; empty without a problem (the family is fitted to one)."""
-    if not problem:
-        return ()
-    tokens = [m for m, _, _ in gemm_problems(problem, kernel) if m > 0]
+    tokens = group_tokens(problem, kernel)
     if not tokens:
         return ()
     ranked = sorted(ENUM_SWAP_PTR_ARRAY_TILE_N, key=lambda w: (padded_rows(tokens, w), -w))
@@ -214,6 +268,14 @@ class Sm90GemmConfig(TileConfig):
     swap_ab: bool = False
     #: grouped / MoE only: ``grouped`` (one ptr-array kernel) or ``per_group`` (one dense launch per group)
     launch: str = "grouped"
+    #: swap-AB grouped only: further token-side widths; each group runs with whichever of ``tile[1]`` and
+    #: these pads its tokens least (:func:`width_for_tokens`), one ptr-array launch per width
+    extra_tile_n: tuple[int, ...] = ()
+
+    @property
+    def token_widths(self) -> tuple[int, ...]:
+        """Every token-side width of the config: the tile's N, then ``extra_tile_n``."""
+        return (self.tile[1], *self.extra_tile_n)
 
     @property
     def ptr_array(self) -> bool:
@@ -235,6 +297,8 @@ class Sm90GemmConfig(TileConfig):
             d["swap_ab"] = True
         if self.launch != "grouped":  # likewise: grouped configs keep their recorded keys
             d["launch"] = self.launch
+        if self.extra_tile_n:  # likewise
+            d["extra_tile_n"] = list(self.extra_tile_n)
         return d
 
     def label(self) -> str:
@@ -252,6 +316,8 @@ class Sm90GemmConfig(TileConfig):
             parts.append(self.tile_scheduler)
         if self.swap_ab:
             parts.append("swap")
+        if self.extra_tile_n:
+            parts.append("n" + "+".join(str(w) for w in self.extra_tile_n))
         if self.launch == "per_group":
             parts.append("pergroup")
         return "_".join(parts)

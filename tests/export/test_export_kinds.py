@@ -838,6 +838,29 @@ def test_per_group_winner_is_served_by_the_vendor_op_with_the_reason() -> None:
     assert row.kernel is None and "launch: per_group" in row.vendor_reason and not table.kernels
 
 
+def test_mixed_width_winner_is_served_by_the_vendor_op_with_the_reason() -> None:
+    """A mixed-width winner (extra_tile_n: one swap-AB launch per token-side width) is not one grouped
+    launch either: the vendor op serves its shape and the row names the reason."""
+    from kernelpilot.export.grouped_ops import build
+    from kernelpilot.export.runs import TunedEntry
+    from kernelpilot.targets import get_target_model
+
+    groups = [[m, 4096, 12288] for m in (179, 481, 728, 1019)]
+    config = {"kernel": "grouped_gemm", "dtype": "bf16", "tile": [128, 176, 64], "cluster": [1, 1],
+              "schedule": "cooperative", "swap_ab": True, "extra_tile_n": [160, 144]}  # fmt: skip
+    entry = TunedEntry(kind="grouped_gemm", dtype="bf16", layout="rc", dims={"groups": groups}, config=config,
+                       label="128x176x64_c1x1_coop_swap_n160+144", runtime={}, time_ms=1.5,
+                       time_source="confirmed", origin={"run": "run.json", "workload": "qwen3_down"},
+                       raw_dtype="bf16", vendor_ms=1.6, vendor_ratio=1.6 / 1.5)  # fmt: skip
+    table = build([entry], get_target_model("sm90"))
+    (row,) = table.rows
+    assert row.kernel is None and "extra_tile_n" in row.vendor_reason and not table.kernels
+    # the same tile without the extra widths is exported as a grouped kernel
+    single = {k: v for k, v in config.items() if k != "extra_tile_n"}
+    table = build([entry.__class__(**{**entry.__dict__, "config": single})], get_target_model("sm90"))
+    assert table.rows[0].kernel is not None and len(table.kernels) == 1
+
+
 def test_store_export_of_the_kinds(tmp_path):
     """A results store holding grouped and attention measurements (the tuner's normalized problems, as
     `kernelpilot tune --store` records them) exports the same operators; search-time numbers only."""

@@ -1,0 +1,199 @@
+"""Mixed token-side widths of the sm90 swap-AB grouped GEMM (``extra_tile_n``): the width rule, the choice
+of widths, legality, enumeration, cost and the rendered program, on the CPU; one real nvcc build.
+
+Why the family exists: one token-side width pads every group to its own multiple of that width.  On
+Qwen3-8B's MLP down projection (16 requests of 179-1019 tokens) the best single width computes 11.6 %
+more rows than there are tokens, where a per-GEMM vendor kernel fits a tile to each group.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernelpilot.dsl_plugins.cuda.grouped_gemm import (
+    GroupedGemmKernel,
+    config_label,
+    normalize_gemm_config,
+)
+from kernelpilot.errors import InputError
+from kernelpilot.hw_models.catalogue import get_device
+from kernelpilot.hw_models.sm90.cost import sm90_time_s
+from kernelpilot.hw_models.sm90.gemm import (
+    MIXED_WIDTH_MENU,
+    mixed_padded_rows,
+    mixed_token_widths,
+    padded_rows,
+    width_for_tokens,
+)
+from kernelpilot.targets import get_target_model
+from kernelpilot.tile_tuner.space import SearchSpace
+
+REPO = Path(__file__).resolve().parents[2]
+CUTLASS = REPO / ".deps" / "cutlass"
+NVCC = shutil.which("nvcc")
+
+# Qwen3-8B MLP down (12288 -> 4096): the token counts of benchmarks/cuda_kinds_common.py's varlen16 workload
+QWEN3_DOWN_TOKENS = [179, 204, 270, 404, 481, 514, 649, 671, 672, 728, 776, 787, 877, 977, 985, 1019]
+QWEN3_DOWN = {"groups": [[m, 4096, 12288] for m in QWEN3_DOWN_TOKENS], "dtype": "bf16", "layout": "rc"}
+
+
+def _cfg(tile, schedule="cooperative", kernel="grouped_gemm", **extra):
+    raw = {"kernel": kernel, "tile": list(tile), "schedule": schedule, "swap_ab": True}
+    return get_target_model("sm90").parse_config({**raw, **extra})
+
+
+def test_a_group_runs_with_the_width_that_pads_it_least_ties_to_the_wider() -> None:
+    assert width_for_tokens(176, (176, 208)) == 176  # 176 rows against 208
+    assert width_for_tokens(200, (176, 208)) == 208  # 208 against 352
+    # 144 tokens: 144 rows at 144 or at 288 (2 x 144)... a tie between 144 and 72 goes to the wider
+    assert width_for_tokens(144, (144, 72)) == 144
+    assert width_for_tokens(1, (144, 160)) == 144  # one token: the narrowest tile pads least
+    assert mixed_padded_rows([176, 200], (208, 176)) == 176 + 208
+
+
+def test_the_widths_chosen_pad_least_and_each_is_used() -> None:
+    single = min(padded_rows(QWEN3_DOWN_TOKENS, w) for w in MIXED_WIDTH_MENU)
+    widths = mixed_token_widths(QWEN3_DOWN_TOKENS, MIXED_WIDTH_MENU)
+    assert 2 <= len(widths) <= 3 and list(widths) == sorted(widths, reverse=True)
+    assert mixed_padded_rows(QWEN3_DOWN_TOKENS, widths) < 0.95 * single
+    # every width of the set runs at least one group (a width no group uses would be built for nothing)
+    assert {width_for_tokens(t, widths) for t in QWEN3_DOWN_TOKENS} == set(widths)
+    # no set beats it: an exhaustive check over the menu's pairs
+    from itertools import combinations
+
+    best_pair = min(mixed_padded_rows(QWEN3_DOWN_TOKENS, c) for c in combinations(MIXED_WIDTH_MENU, 2))
+    assert mixed_padded_rows(QWEN3_DOWN_TOKENS, widths) <= best_pair
+    # groups one width already fits: no mixed set (the extra launch would buy nothing)
+    assert mixed_token_widths([1024] * 8, MIXED_WIDTH_MENU) == ()
+    assert mixed_token_widths([], MIXED_WIDTH_MENU) == ()
+
+
+def test_mixed_widths_are_legal_only_where_every_width_is() -> None:
+    sm90 = get_target_model("sm90")
+    ok = sm90.check(_cfg([128, 176, 64], extra_tile_n=[160, 144]), QWEN3_DOWN)
+    assert ok.valid, ok.rules()
+    # 256-row cooperative tiles hold 256 x N / 256 accumulators per thread: 208 is past the 192 limit
+    bad = sm90.check(_cfg([256, 176, 64], extra_tile_n=[208]))
+    assert "sm90.extra_tile_n" in bad.rules()
+    assert any("208" in v.message and "sm90.acc_registers" in v.message for v in bad.violations)
+    # a width repeated (or equal to the tile's N) would instantiate the same kernel twice
+    assert "sm90.extra_tile_n" in sm90.check(_cfg([128, 176, 64], extra_tile_n=[176])).rules()
+    # only the swap-AB grouped launch has token-side widths
+    plain = _cfg([128, 176, 64], extra_tile_n=[160]).model_copy(update={"swap_ab": False})
+    assert "sm90.extra_tile_n" in sm90.check(plain).rules()
+    dense = sm90.parse_config({"kernel": "gemm", "tile": [128, 128, 64], "extra_tile_n": [64]})
+    assert "sm90.extra_tile_n" in sm90.check(dense).rules()
+    # at most three widths in all: a bad length is an input error naming the field
+    with pytest.raises(InputError, match="extra_tile_n"):
+        _cfg([128, 176, 64], extra_tile_n=[160, 144, 128])
+    with pytest.raises(InputError, match="extra_tile_n"):
+        _cfg([128, 176, 64], extra_tile_n="wide")
+
+
+def test_the_default_space_holds_one_mixed_twin_per_swap_family_row() -> None:
+    sm90 = get_target_model("sm90")
+    enumerated = list(sm90.enumerate("grouped_gemm", "bf16", QWEN3_DOWN))
+    mixed = [c for c in enumerated if c.extra_tile_n]
+    assert mixed and all(c.swap_ab and c.launch == "grouped" for c in mixed)
+    rows = {(c.tile[0], c.schedule, c.cluster) for c in mixed}
+    assert len(rows) == len(mixed)  # one per (tile M, schedule, cluster)
+    for c in mixed:
+        assert sm90.check(c, QWEN3_DOWN).valid
+        # its widths are the least-padding set among the widths legal for its kernel
+        legal = tuple(
+            w for w in MIXED_WIDTH_MENU if sm90.check(c.model_copy(update={"tile": (c.tile[0], w, 64),
+                                                                           "extra_tile_n": ()})).valid
+        )  # fmt: skip
+        assert c.token_widths == mixed_token_widths(QWEN3_DOWN_TOKENS, legal)
+    space = SearchSpace(sm90, "grouped_gemm", "bf16", QWEN3_DOWN)
+    assert {c.label() for c in mixed} <= {c.label() for c in space.configs}
+    # uniform groups: no mixed config
+    uniform = {"groups": [[1024, 4096, 12288]] * 8, "dtype": "bf16", "layout": "rc"}
+    assert not any(c.extra_tile_n for c in sm90.enumerate("grouped_gemm", "bf16", uniform))
+
+
+def test_cost_is_one_launch_per_width_over_its_groups() -> None:
+    h200 = get_device("h200")
+    mixed = _cfg([128, 208, 64], extra_tile_n=[176])
+    groups = [[m, 8192, 8192] for m in (176, 208) * 8]
+    problem = {"groups": groups, "dtype": "bf16", "layout": "rc"}
+    per_width = sum(
+        sm90_time_s(_cfg([128, w, 64]), {"groups": [g for g in groups if g[0] == w], "dtype": "bf16"}, h200)
+        for w in (176, 208)
+    )
+    assert sm90_time_s(mixed, problem, h200) == pytest.approx(per_width)
+    # each group exactly fills its tiles with two widths; one width pads half of them to twice their rows
+    for width in (176, 208):
+        assert sm90_time_s(mixed, problem, h200) < sm90_time_s(_cfg([128, width, 64]), problem, h200)
+    # the MoE kernel's experts split the same way
+    moe = {"num_experts": 16, "tokens": [176, 208] * 8, "N": 8192, "K": 8192, "dtype": "bf16"}
+    moe_mixed = _cfg([128, 208, 64], kernel="moe_gemm", extra_tile_n=[176])
+    assert sm90_time_s(moe_mixed, moe, h200) == pytest.approx(per_width)
+
+
+def test_config_normalisation_and_labels() -> None:
+    cfg = normalize_gemm_config({"tile": [128, 176, 64], "swap_ab": True, "extra_tile_n": [160, 144]})
+    assert cfg["extra_tile_n"] == [160, 144]
+    assert config_label(cfg) == "coop_128x176x64_c1x1_tma_swap_n160+144"
+    assert _cfg([128, 176, 64], extra_tile_n=[160, 144]).label() == "128x176x64_c1x1_coop_swap_n160+144"
+    assert "extra_tile_n" not in normalize_gemm_config({"tile": [128, 176, 64], "swap_ab": True})
+    assert "extra_tile_n" not in _cfg([128, 176, 64]).as_dict()
+    for bad, match in (
+        ({"extra_tile_n": [160]}, "swap_ab"),
+        ({"swap_ab": True, "extra_tile_n": [176]}, "repeats"),
+        ({"swap_ab": True, "extra_tile_n": ["x"]}, "list of tile N widths"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            normalize_gemm_config({"tile": [128, 176, 64], **bad})
+
+
+def _render(cfg: dict) -> str:
+    kernel = GroupedGemmKernel()
+    problem = kernel.validate_problem(
+        {"groups": [[m, 4096, 1024] for m in (179, 481, 728, 0)]}, "bf16", "test"
+    )
+    return next(iter(kernel.render(cfg, problem, "sm90").sources.values()))
+
+
+def test_the_program_instantiates_one_kernel_per_width_and_checks_each() -> None:
+    source = _render({"tile": [128, 176, 64], "swap_ab": True, "extra_tile_n": [160, 144]})
+    for i, w in enumerate((176, 160, 144)):
+        assert f"namespace kw{i} {{" in source
+        assert f"constexpr int kTileM = 128, kTileN = {w}, kTileK = 64;" in source
+        assert f"kw{i}::Gemm gemm{i};" in source and f"r.gemm{i}.run()" in source
+    assert "constexpr int kWidths[kNumWidths] = {176, 160, 144};" in source
+    assert "static int width_class(int tokens)" in source
+    # the correctness check adds a ragged group for each width no check group runs with
+    assert "check_groups.push_back({t, 136, 264});" in source
+    # the kernel's A is the weight and its B the tokens, per width as in the one-width program
+    assert "a.push_back(buf.b[j]);" in source and "b.push_back(buf.a[j]);" in source
+    single = _render({"tile": [128, 176, 64], "swap_ab": True})
+    assert "namespace kw" not in single and "width_class" not in single
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not (NVCC and (CUTLASS / "cutlass_library" / "source" / "include").exists()),
+    reason="needs nvcc and the CUTLASS headers in .deps/cutlass",
+)
+def test_the_mixed_width_program_compiles_for_sm90a(tmp_path) -> None:
+    """One real build (two swap-AB kernels, about two minutes on two cores): the namespaced kernels, the
+    shared group arrays and the per-width launches compile against CUTLASS 4.2."""
+    from kernelpilot.dsl_plugins.cuda.grouped_gemm import NVCC_FLAGS
+
+    src = tmp_path / "mixed.cu"
+    src.write_text(_render({"tile": [128, 176, 64], "swap_ab": True, "extra_tile_n": [144]}))
+    recipe = GroupedGemmKernel().build_recipe("sm90", {"cutlass_dir": str(CUTLASS)})
+    flags = [f for f in NVCC_FLAGS if f not in ("-Xptxas", "-v")]
+    r = subprocess.run(
+        [NVCC, *flags, *(f"-I{d}" for d in recipe.include_dirs), "-c", str(src), "-o", str(tmp_path / "m.o")],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert (tmp_path / "m.o").stat().st_size > 0
