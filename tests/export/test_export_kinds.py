@@ -818,22 +818,33 @@ def test_a_recorded_split_kv_winner_exports_and_its_kernel_compiles_for_sm90a(tm
     assert (tmp_path / "split.o").stat().st_size > 0
 
 
-def test_per_group_winner_is_served_by_the_vendor_op_with_the_reason() -> None:
-    """The exported grouped operator is one ptr-array launch, so a shape whose winner is a per-group
-    config (the dense kernel launched once per group) is routed to the vendor op, and the row says why,
-    rather than the grouped kernel of its tile running under the tuned config's name."""
+def _grouped_vendor_table(config: dict, tokens: tuple[int, ...], n: int, k: int, label: str):
+    """The export table of one tuned grouped shape whose config is ``config`` (confirmed 1.07x the vendor)."""
     from kernelpilot.export.grouped_ops import build
     from kernelpilot.export.runs import TunedEntry
     from kernelpilot.targets import get_target_model
 
-    groups = [[m, 4096, 14336] for m in (1035, 1044, 1011, 1000)]
-    config = {"kernel": "grouped_gemm", "dtype": "bf16", "tile": [128, 256, 64], "cluster": [1, 1],
-              "schedule": "cooperative", "tile_scheduler": "streamk", "launch": "per_group"}  # fmt: skip
-    entry = TunedEntry(kind="grouped_gemm", dtype="bf16", layout="rc", dims={"groups": groups}, config=config,
-                       label="128x256x64_c1x1_coop_streamk_pergroup", runtime={}, time_ms=1.5,
-                       time_source="confirmed", origin={"run": "run.json", "workload": "mixtral_down"},
-                       raw_dtype="bf16", vendor_ms=1.6, vendor_ratio=1.6 / 1.5)  # fmt: skip
-    table = build([entry], get_target_model("sm90"))
+    entry = TunedEntry(kind="grouped_gemm", dtype="bf16", layout="rc", dims={"groups": [[m, n, k] for m in tokens]},
+                       config={"kernel": "grouped_gemm", "dtype": "bf16", "cluster": [1, 1], **config}, label=label,
+                       runtime={}, time_ms=1.5, time_source="confirmed",
+                       origin={"run": "run.json", "workload": "w"}, raw_dtype="bf16", vendor_ms=1.6,
+                       vendor_ratio=1.6 / 1.5)  # fmt: skip
+    return build([entry], get_target_model("sm90"))
+
+
+def test_per_group_winner_is_served_by_the_vendor_op_with_the_reason() -> None:
+    """The exported grouped operator is one ptr-array launch, so a shape whose winner is a per-group
+    config (the dense kernel launched once per group) is routed to the vendor op, and the row says why,
+    rather than the grouped kernel of its tile running under the tuned config's name."""
+    config = {
+        "tile": [128, 256, 64],
+        "schedule": "cooperative",
+        "tile_scheduler": "streamk",
+        "launch": "per_group",
+    }
+    table = _grouped_vendor_table(
+        config, (1035, 1044, 1011, 1000), 4096, 14336, "128x256x64_c1x1_coop_streamk_pergroup"
+    )
     (row,) = table.rows
     assert row.kernel is None and "launch: per_group" in row.vendor_reason and not table.kernels
 
@@ -841,23 +852,14 @@ def test_per_group_winner_is_served_by_the_vendor_op_with_the_reason() -> None:
 def test_mixed_width_winner_is_served_by_the_vendor_op_with_the_reason() -> None:
     """A mixed-width winner (extra_tile_n: one swap-AB launch per token-side width) is not one grouped
     launch either: the vendor op serves its shape and the row names the reason."""
-    from kernelpilot.export.grouped_ops import build
-    from kernelpilot.export.runs import TunedEntry
-    from kernelpilot.targets import get_target_model
-
-    groups = [[m, 4096, 12288] for m in (179, 481, 728, 1019)]
-    config = {"kernel": "grouped_gemm", "dtype": "bf16", "tile": [128, 176, 64], "cluster": [1, 1],
-              "schedule": "cooperative", "swap_ab": True, "extra_tile_n": [160, 144]}  # fmt: skip
-    entry = TunedEntry(kind="grouped_gemm", dtype="bf16", layout="rc", dims={"groups": groups}, config=config,
-                       label="128x176x64_c1x1_coop_swap_n160+144", runtime={}, time_ms=1.5,
-                       time_source="confirmed", origin={"run": "run.json", "workload": "qwen3_down"},
-                       raw_dtype="bf16", vendor_ms=1.6, vendor_ratio=1.6 / 1.5)  # fmt: skip
-    table = build([entry], get_target_model("sm90"))
+    config = {"tile": [128, 176, 64], "schedule": "cooperative", "swap_ab": True, "extra_tile_n": [160, 144]}
+    tokens = (179, 481, 728, 1019)
+    table = _grouped_vendor_table(config, tokens, 4096, 12288, "128x176x64_c1x1_coop_swap_n160+144")
     (row,) = table.rows
     assert row.kernel is None and "extra_tile_n" in row.vendor_reason and not table.kernels
     # the same tile without the extra widths is exported as a grouped kernel
     single = {k: v for k, v in config.items() if k != "extra_tile_n"}
-    table = build([entry.__class__(**{**entry.__dict__, "config": single})], get_target_model("sm90"))
+    table = _grouped_vendor_table(single, tokens, 4096, 12288, "128x176x64_c1x1_coop_swap")
     assert table.rows[0].kernel is not None and len(table.kernels) == 1
 
 
