@@ -28,7 +28,8 @@ from typing import Any
 from kernelpilot.hw_models.base import ceil_div
 from kernelpilot.hw_models.catalogue import Device
 from kernelpilot.hw_models.problems import batch, gemm_problems
-from kernelpilot.hw_models.sm90.gemm import PTR_ARRAY_KERNELS, Sm90GemmConfig, auto_stages, width_for_tokens
+from kernelpilot.hw_models.sm90.gemm import PTR_ARRAY_KERNELS, Sm90GemmConfig, auto_stages
+from kernelpilot.hw_models.sm90.token_widths import width_for_tokens
 
 # ---- sm90 constants (calibration targets) --------------------------------------------------------
 SM90_L2_BYTES_PER_S = 8.7e12  # aggregate L2 -> SM operand bandwidth seen by GEMM mainloops (fit, H200)

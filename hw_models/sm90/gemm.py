@@ -17,14 +17,13 @@ the tuner varies them without rebuilding.
 from __future__ import annotations
 
 import math
-from itertools import combinations
 from typing import Any
 
 from kernelpilot.hw_models.base import (
     ceil_div,
 )
 from kernelpilot.hw_models.dtypes import DTypePair
-from kernelpilot.hw_models.problems import gemm_problems
+from kernelpilot.hw_models.sm90.token_widths import swap_token_tile_ns
 from kernelpilot.hw_models.types import TileConfig
 
 #: include/cutlass/gemm/collective/builders/sm90_common.inl:57 ``sm90_smem_capacity_bytes = 232448``
@@ -113,95 +112,12 @@ ENUM_CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
 # 256x192 cooperative and 64x192 and 128x192 ping-pong.  Dense GEMMs keep the generator's level-1 tiles,
 # over which their recorded H200 runs and replays were made.
 ENUM_TILE_N_PTR_ARRAY = (192,)
-# Swap-AB ptr-array kernels (grouped / MoE): the kernel computes D^T = W X^T per group, so the tokens of a
-# group run along the tile's N.  A tile M is a multiple of 64 (WGMMA M), and one tile serves every group,
-# so a group of 1035 tokens pays for 1152 rows at TM = 128 and 1280 at 256; WGMMA N comes in steps of 8
-# up to 256 (include/cute/arch/mma_sm90.hpp ss_op_selector), so a token-side tile can fit the groups'
-# token counts.  A per-GEMM vendor kernel does exactly this (on Mixtral's experts a torch.mm loop ran
-# cuBLAS tiles of 176 tokens for the experts of 1034-1044 tokens and 256 for those of 1011-1021,
-# benchmarks/results/grouped_gap_h100_call.json).  The family's token-side widths are the
-# ``SWAP_PTR_ARRAY_WIDTHS`` widths of ``ENUM_SWAP_PTR_ARRAY_TILE_N`` that pad the problem's groups least,
-# ties to the wider tile: multiples of 16 (an epilogue tile of gcd(32, TN) >= 16 columns) other than the
-# 128 / 192 / 256 whose padding the unswapped tiles already have (a swapped 256x128 pads like an
-# unswapped 128x256).  Its tile M (along the weight's N) is the generator's, with 4 WGMMA K steps only
-# (the K-step axis would double the family without a measured reason to).
-ENUM_SWAP_PTR_ARRAY_TILE_N = (144, 160, 176, 208, 224, 240)
 # The WGMMA N shapes CUTLASS's ss_op_selector picks from by default (include/cute/arch/mma_sm90.hpp,
 # 16-bit inputs: the largest of these dividing the tile's N); the other multiples of 8 up to 248 exist
 # only with CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED (mma_sm90_gmma_ext.hpp).  Without it a 208-wide tile
 # compiles to thirteen 64x16 WGMMAs per K step (seen in ptxas's kernel name): the program defines it
 # for the swap-AB grouped family, whose widths are all extended shapes.
 BASE_WGMMA_N = (256, 192, 128, 96, 64, 32, 16, 8)
-SWAP_PTR_ARRAY_WIDTHS = 3
-# Mixed token-side widths (``extra_tile_n``): one width for every group still pads each group to its own
-# multiple of that width (Qwen3-8B down's 16 requests of 179-1019 tokens pay 13.7 % of their MMAs on padding
-# at 176; Phi-3's 11 %), where a per-GEMM vendor kernel picks a tile per group.  A mixed config instantiates
-# the swap-AB ptr-array kernel once per width and launches each over the groups that width pads least (ties
-# to the wider tile, which has fewer tiles), one launch after the other.  Widths are chosen from this menu
-# (the family's widths and the base WGMMA widths of the unswapped tiles), at most ``MAX_TOKEN_WIDTHS`` per
-# config: every width is one more kernel instantiation to compile and one more launch tail to pay.
-MIXED_WIDTH_MENU = (128, 144, 160, 176, 192, 208, 224, 240, 256)
-MAX_TOKEN_WIDTHS = 3
-#: a mixed config is enumerated only where it saves at least this share of the best single width's rows:
-#: below it, the extra launch tail costs more than the padding it removes
-MIXED_MIN_PADDING_SAVING = 0.02
-
-
-def padded_rows(tokens: list[int], width: int) -> int:
-    """Rows a token-side tile of ``width`` computes over groups of ``tokens`` (ragged tiles in full)."""
-    return sum(ceil_div(t, width) * width for t in tokens)
-
-
-def width_for_tokens(tokens: int, widths: tuple[int, ...]) -> int:
-    """The token-side width of ``widths`` a group of ``tokens`` runs with in a mixed config: the one that
-    pads it least, ties to the wider tile (fewer tiles).  The program applies the same rule
-    (cpp_templates/cuda/grouped_gemm_sm90.cu.j2 ``width_class``)."""
-    return min(widths, key=lambda w: (ceil_div(tokens, w) * w, -w))
-
-
-def mixed_padded_rows(tokens: list[int], widths: tuple[int, ...]) -> int:
-    """Rows a mixed config computes: each group padded to the width it runs with."""
-    return sum(ceil_div(t, w) * w for t in tokens for w in (width_for_tokens(t, widths),))
-
-
-def mixed_token_widths(tokens: list[int], menu: tuple[int, ...]) -> tuple[int, ...]:
-    """The widths of ``menu`` (at most ``MAX_TOKEN_WIDTHS``, widest first) that pad ``tokens`` least, with
-    the fewest widths among equals and then the widest; ``()`` when no set saves
-    ``MIXED_MIN_PADDING_SAVING`` of the best single width's rows or when every width it would use is the
-    same one (all groups fall to one width)."""
-    if not tokens or not menu:
-        return ()
-    single = min(padded_rows(tokens, w) for w in menu)
-    best: tuple[int, int, int] | None = None
-    best_set: tuple[int, ...] = ()
-    for size in range(2, MAX_TOKEN_WIDTHS + 1):
-        for combo in combinations(sorted(menu, reverse=True), size):
-            used = {width_for_tokens(t, combo) for t in tokens}
-            if len(used) < size:  # a width no group runs with is a build and a launch for nothing
-                continue
-            key = (mixed_padded_rows(tokens, combo), size, -sum(combo))
-            if best is None or key < best:
-                best, best_set = key, combo
-    if best is None or best[0] > single * (1.0 - MIXED_MIN_PADDING_SAVING):
-        return ()
-    return best_set
-
-
-def group_tokens(problem: dict[str, Any] | None, kernel: str) -> list[int]:
-    """The token counts of a grouped / MoE problem's non-empty groups."""
-    if not problem:
-        return []
-    return [m for m, _, _ in gemm_problems(problem, kernel) if m > 0]
-
-
-def swap_token_tile_ns(problem: dict[str, Any] | None, kernel: str) -> tuple[int, ...]:
-    """The token-side tile widths of the swap-AB ptr-array family for this problem (see above), widest
-    first; empty without a problem (the family is fitted to one)."""
-    tokens = group_tokens(problem, kernel)
-    if not tokens:
-        return ()
-    ranked = sorted(ENUM_SWAP_PTR_ARRAY_TILE_N, key=lambda w: (padded_rows(tokens, w), -w))
-    return tuple(sorted(ranked[:SWAP_PTR_ARRAY_WIDTHS], reverse=True))
 
 
 def wgmma_k(dtype: DTypePair) -> int:

@@ -37,8 +37,6 @@ from kernelpilot.hw_models.sm90.gemm import (
     KERNELS,
     LAUNCHES,
     MAX_ACC_REGISTERS,
-    MAX_TOKEN_WIDTHS,
-    MIXED_WIDTH_MENU,
     PTR_ARRAY_KERNELS,
     SCHEDULES,
     SMEM_CAPACITY,
@@ -48,12 +46,11 @@ from kernelpilot.hw_models.sm90.gemm import (
     auto_stages,
     enum_families,
     epilogue_smem_bytes,
-    group_tokens,
-    mixed_token_widths,
     smem_bytes,
     stage_bytes,
     wgmma_k,
 )
+from kernelpilot.hw_models.sm90.token_widths import MAX_TOKEN_WIDTHS, check_extra_tile_n, mixed_twin
 from kernelpilot.hw_models.sm90.vendor import NVIDIA
 from kernelpilot.hw_models.types import CheckResult, Collector, TileConfig
 
@@ -124,39 +121,10 @@ class Sm90Model(TargetModel):
         self._check_cluster(cfg, out)
         self._check_smem(cfg, out)
         self._check_swap_ab(cfg, out)
-        self._check_extra_tile_n(cfg, out)
+        check_extra_tile_n(cfg, self.check, out)
         if problem is not None:
             self._check_problem(cfg, problem, out)
         return out.result()
-
-    def _check_extra_tile_n(self, cfg: Sm90GemmConfig, out: Collector) -> None:
-        """Mixed token-side widths (gemm.py ``MIXED_WIDTH_MENU``): the program instantiates the swap-AB
-        ptr-array kernel once per width, so each width must be a legal tile N of that kernel by itself."""
-        if not cfg.extra_tile_n:
-            return
-        if not out.require(
-            cfg.swap_ab and cfg.ptr_array,
-            "sm90.extra_tile_n",
-            "extra_tile_n (mixed token-side widths) needs the swap-AB grouped launch of grouped_gemm / "
-            f"moe_gemm, got kernel={cfg.kernel}, launch={cfg.launch}, swap_ab={cfg.swap_ab}",
-        ):
-            return
-        widths = cfg.token_widths
-        if not out.require(
-            len(set(widths)) == len(widths),
-            "sm90.extra_tile_n",
-            f"token-side widths {list(widths)} (tile N, then extra_tile_n) repeat a width",
-        ):
-            return
-        for w in cfg.extra_tile_n:
-            single = cfg.model_copy(update={"tile": (cfg.tile[0], w, cfg.tile[2]), "extra_tile_n": ()})
-            res = self.check(single)
-            if not res.valid:
-                out.fail(
-                    "sm90.extra_tile_n",
-                    f"token-side width {w} is not a legal tile N of this kernel: "
-                    + "; ".join(f"{v.rule}: {v.message}" for v in res.violations),
-                )
 
     def _check_dtype(self, cfg: Sm90GemmConfig, out: Collector) -> None:
         a, b = cfg.dtype.a, cfg.dtype.b
@@ -411,7 +379,7 @@ class Sm90Model(TargetModel):
                 # ws is a baseline: the generator's default K multiplier only, and no 2x2 clusters
                 if schedule == "ws" and (steps != ENUM_K_STEPS[0] or cluster == (2, 2)):
                     continue
-                # the swap-AB grouped family: 4 WGMMA K steps only (gemm.py, ENUM_SWAP_PTR_ARRAY_TILE_N)
+                # the swap-AB grouped family: 4 WGMMA K steps only (token_widths.py, ENUM_SWAP_PTR_ARRAY_TILE_N)
                 if swap_ab and kernel in PTR_ARRAY_KERNELS and steps != ENUM_K_STEPS[0]:
                     continue
                 cfg = Sm90GemmConfig(
@@ -428,26 +396,9 @@ class Sm90Model(TargetModel):
                     yield cfg
                 # the swap-AB grouped family's mixed-width twin, once per (tile M, schedule, cluster)
                 if swap_ab and kernel in PTR_ARRAY_KERNELS and tn == tile_ns[0]:
-                    mixed = self._mixed_widths(cfg, problem)
+                    mixed = mixed_twin(cfg, problem, self.check)
                     if mixed is not None:
                         yield mixed
-
-    def _mixed_widths(self, cfg: Sm90GemmConfig, problem: dict[str, Any] | None) -> Sm90GemmConfig | None:
-        """The mixed-width twin of a swap-AB grouped config: the widths of ``MIXED_WIDTH_MENU`` that are legal
-        tile Ns of its kernel and pad the problem's groups least (gemm.py ``mixed_token_widths``), or
-        ``None`` where no set of widths saves enough rows over one width."""
-        menu = tuple(
-            w
-            for w in MIXED_WIDTH_MENU
-            if self.check(cfg.model_copy(update={"tile": (cfg.tile[0], w, cfg.tile[2])})).valid
-        )
-        widths = mixed_token_widths(group_tokens(problem, cfg.kernel), menu)
-        if not widths:
-            return None
-        mixed = cfg.model_copy(
-            update={"tile": (cfg.tile[0], widths[0], cfg.tile[2]), "extra_tile_n": widths[1:]}
-        )
-        return mixed if self.check(mixed, problem).valid else None
 
     def _default_config(
         self, kernel: str, dtype: Any, problem: dict[str, Any] | None = None

@@ -22,7 +22,7 @@ from kernelpilot.dsl_plugins.cuda.grouped_gemm import (
 from kernelpilot.errors import InputError
 from kernelpilot.hw_models.catalogue import get_device
 from kernelpilot.hw_models.sm90.cost import sm90_time_s
-from kernelpilot.hw_models.sm90.gemm import (
+from kernelpilot.hw_models.sm90.token_widths import (
     MIXED_WIDTH_MENU,
     mixed_padded_rows,
     mixed_token_widths,

@@ -16,7 +16,7 @@ from kernelpilot.dsl_plugins.cuda.grouped_gemm import GroupedGemmKernel, normali
 from kernelpilot.dsl_plugins.cuda.moe_gemm import MoeGemmKernel
 from kernelpilot.hw_models.catalogue import get_device
 from kernelpilot.hw_models.sm90.cost import sm90_time_s
-from kernelpilot.hw_models.sm90.gemm import padded_rows, swap_token_tile_ns
+from kernelpilot.hw_models.sm90.token_widths import padded_rows, swap_token_tile_ns
 from kernelpilot.targets import get_target_model
 from kernelpilot.tile_tuner.space import SearchSpace
 

@@ -1,0 +1,153 @@
+"""Token-side tile widths of the sm90 swap-AB grouped / MoE GEMM: the widths the swap-AB family is fitted
+with, and mixed widths (``extra_tile_n``), where each group runs with the width that pads it least.
+
+Why a module of its own: the rules here are about a problem's token counts, not about a kernel's
+resources; :mod:`.gemm` (the config and its resource model) and :mod:`.model` (rules, enumeration) use
+them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import combinations
+from typing import TYPE_CHECKING, Any
+
+from kernelpilot.hw_models.base import ceil_div
+from kernelpilot.hw_models.problems import gemm_problems
+from kernelpilot.hw_models.types import CheckResult, Collector
+
+if TYPE_CHECKING:
+    from kernelpilot.hw_models.sm90.gemm import Sm90GemmConfig
+
+# Swap-AB ptr-array kernels (grouped / MoE): the kernel computes D^T = W X^T per group, so the tokens of a
+# group run along the tile's N.  A tile M is a multiple of 64 (WGMMA M), and one tile serves every group,
+# so a group of 1035 tokens pays for 1152 rows at TM = 128 and 1280 at 256; WGMMA N comes in steps of 8
+# up to 256 (include/cute/arch/mma_sm90.hpp ss_op_selector), so a token-side tile can fit the groups'
+# token counts.  A per-GEMM vendor kernel does exactly this (on Mixtral's experts a torch.mm loop ran
+# cuBLAS tiles of 176 tokens for the experts of 1034-1044 tokens and 256 for those of 1011-1021,
+# benchmarks/results/grouped_gap_h100_call.json).  The family's token-side widths are the
+# ``SWAP_PTR_ARRAY_WIDTHS`` widths of ``ENUM_SWAP_PTR_ARRAY_TILE_N`` that pad the problem's groups least,
+# ties to the wider tile: multiples of 16 (an epilogue tile of gcd(32, TN) >= 16 columns) other than the
+# 128 / 192 / 256 whose padding the unswapped tiles already have (a swapped 256x128 pads like an
+# unswapped 128x256).  Its tile M (along the weight's N) is the generator's, with 4 WGMMA K steps only
+# (the K-step axis would double the family without a measured reason to).
+ENUM_SWAP_PTR_ARRAY_TILE_N = (144, 160, 176, 208, 224, 240)
+SWAP_PTR_ARRAY_WIDTHS = 3
+# Mixed token-side widths (``extra_tile_n``): one width for every group still pads each group to its own
+# multiple of that width (Qwen3-8B down's 16 requests of 179-1019 tokens pay 14 % of their MMAs on padding
+# at 176; Phi-3's 11 %), where a per-GEMM vendor kernel picks a tile per group.  A mixed config instantiates
+# the swap-AB ptr-array kernel once per width and launches each over the groups that width pads least (ties
+# to the wider tile, which has fewer tiles), one launch after the other.  Widths are chosen from this menu
+# (the family's widths and the base WGMMA widths of the unswapped tiles), at most ``MAX_TOKEN_WIDTHS`` per
+# config: every width is one more kernel instantiation to compile and one more launch tail to pay.
+MIXED_WIDTH_MENU = (128, 144, 160, 176, 192, 208, 224, 240, 256)
+MAX_TOKEN_WIDTHS = 3
+#: a mixed config is enumerated only where it saves at least this share of the best single width's rows:
+#: below it, the extra launch tail costs more than the padding it removes
+MIXED_MIN_PADDING_SAVING = 0.02
+
+
+def padded_rows(tokens: list[int], width: int) -> int:
+    """Rows a token-side tile of ``width`` computes over groups of ``tokens`` (ragged tiles in full)."""
+    return sum(ceil_div(t, width) * width for t in tokens)
+
+
+def width_for_tokens(tokens: int, widths: tuple[int, ...]) -> int:
+    """The token-side width of ``widths`` a group of ``tokens`` runs with in a mixed config: the one that
+    pads it least, ties to the wider tile (fewer tiles).  The program applies the same rule
+    (cpp_templates/cuda/grouped_gemm_sm90.cu.j2 ``width_class``)."""
+    return min(widths, key=lambda w: (ceil_div(tokens, w) * w, -w))
+
+
+def mixed_padded_rows(tokens: list[int], widths: tuple[int, ...]) -> int:
+    """Rows a mixed config computes: each group padded to the width it runs with."""
+    return sum(ceil_div(t, w) * w for t in tokens for w in (width_for_tokens(t, widths),))
+
+
+def mixed_token_widths(tokens: list[int], menu: tuple[int, ...]) -> tuple[int, ...]:
+    """The widths of ``menu`` (at most ``MAX_TOKEN_WIDTHS``, widest first) that pad ``tokens`` least, with
+    the fewest widths among equals and then the widest; ``()`` when no set saves
+    ``MIXED_MIN_PADDING_SAVING`` of the best single width's rows or when every width it would use is the
+    same one (all groups fall to one width)."""
+    if not tokens or not menu:
+        return ()
+    single = min(padded_rows(tokens, w) for w in menu)
+    best: tuple[int, int, int] | None = None
+    best_set: tuple[int, ...] = ()
+    for size in range(2, MAX_TOKEN_WIDTHS + 1):
+        for combo in combinations(sorted(menu, reverse=True), size):
+            used = {width_for_tokens(t, combo) for t in tokens}
+            if len(used) < size:  # a width no group runs with is a build and a launch for nothing
+                continue
+            key = (mixed_padded_rows(tokens, combo), size, -sum(combo))
+            if best is None or key < best:
+                best, best_set = key, combo
+    if best is None or best[0] > single * (1.0 - MIXED_MIN_PADDING_SAVING):
+        return ()
+    return best_set
+
+
+def group_tokens(problem: dict[str, Any] | None, kernel: str) -> list[int]:
+    """The token counts of a grouped / MoE problem's non-empty groups."""
+    if not problem:
+        return []
+    return [m for m, _, _ in gemm_problems(problem, kernel) if m > 0]
+
+
+def swap_token_tile_ns(problem: dict[str, Any] | None, kernel: str) -> tuple[int, ...]:
+    """The token-side tile widths of the swap-AB ptr-array family for this problem (see above), widest
+    first; empty without a problem (the family is fitted to one)."""
+    tokens = group_tokens(problem, kernel)
+    if not tokens:
+        return ()
+    ranked = sorted(ENUM_SWAP_PTR_ARRAY_TILE_N, key=lambda w: (padded_rows(tokens, w), -w))
+    return tuple(sorted(ranked[:SWAP_PTR_ARRAY_WIDTHS], reverse=True))
+
+
+def check_extra_tile_n(
+    cfg: Sm90GemmConfig, check: Callable[[Sm90GemmConfig], CheckResult], out: Collector
+) -> None:
+    """Rule ``sm90.extra_tile_n``: the program instantiates the swap-AB ptr-array kernel once per width, so
+    mixed widths need that launch, no width may repeat, and each must be a legal tile N of the same kernel
+    by itself (``check`` is the model's rule walk)."""
+    if not cfg.extra_tile_n:
+        return
+    if not out.require(
+        cfg.swap_ab and cfg.ptr_array,
+        "sm90.extra_tile_n",
+        "extra_tile_n (mixed token-side widths) needs the swap-AB grouped launch of grouped_gemm / "
+        f"moe_gemm, got kernel={cfg.kernel}, launch={cfg.launch}, swap_ab={cfg.swap_ab}",
+    ):
+        return
+    widths = cfg.token_widths
+    if not out.require(
+        len(set(widths)) == len(widths),
+        "sm90.extra_tile_n",
+        f"token-side widths {list(widths)} (tile N, then extra_tile_n) repeat a width",
+    ):
+        return
+    for w in cfg.extra_tile_n:
+        res = check(cfg.model_copy(update={"tile": (cfg.tile[0], w, cfg.tile[2]), "extra_tile_n": ()}))
+        if not res.valid:
+            out.fail(
+                "sm90.extra_tile_n",
+                f"token-side width {w} is not a legal tile N of this kernel: "
+                + "; ".join(f"{v.rule}: {v.message}" for v in res.violations),
+            )
+
+
+def mixed_twin(
+    cfg: Sm90GemmConfig, problem: dict[str, Any] | None, check: Callable[..., CheckResult]
+) -> Sm90GemmConfig | None:
+    """The mixed-width twin of a swap-AB grouped config: the widths of ``MIXED_WIDTH_MENU`` that are legal
+    tile Ns of its kernel and pad the problem's groups least (:func:`mixed_token_widths`), or ``None``
+    where no set of widths saves enough rows over one width or the twin breaks a rule."""
+    menu = tuple(
+        w
+        for w in MIXED_WIDTH_MENU
+        if check(cfg.model_copy(update={"tile": (cfg.tile[0], w, cfg.tile[2])})).valid
+    )
+    widths = mixed_token_widths(group_tokens(problem, cfg.kernel), menu)
+    if not widths:
+        return None
+    twin = cfg.model_copy(update={"tile": (cfg.tile[0], widths[0], cfg.tile[2]), "extra_tile_n": widths[1:]})
+    return twin if check(twin, problem).valid else None
