@@ -50,7 +50,7 @@ from kernelpilot.hw_models.sm90.gemm import (
     stage_bytes,
     wgmma_k,
 )
-from kernelpilot.hw_models.sm90.token_widths import MAX_TOKEN_WIDTHS, check_extra_tile_n, mixed_twin
+from kernelpilot.hw_models.sm90.token_widths import MAX_TOKEN_WIDTHS, check_extra_tile_n, mixed_twins
 from kernelpilot.hw_models.sm90.vendor import NVIDIA
 from kernelpilot.hw_models.types import CheckResult, Collector, TileConfig
 
@@ -394,11 +394,9 @@ class Sm90Model(TargetModel):
                 )
                 if self.check(cfg, problem).valid:
                     yield cfg
-                # the swap-AB grouped family's mixed-width twin, once per (tile M, schedule, cluster)
+                # the swap-AB grouped family's mixed-width twins, once per (tile M, schedule, cluster)
                 if swap_ab and kernel in PTR_ARRAY_KERNELS and tn == tile_ns[0]:
-                    mixed = mixed_twin(cfg, problem, self.check)
-                    if mixed is not None:
-                        yield mixed
+                    yield from mixed_twins(cfg, problem, self.check, self.estimate_time_s)
 
     def _default_config(
         self, kernel: str, dtype: Any, problem: dict[str, Any] | None = None

@@ -63,27 +63,34 @@ def mixed_padded_rows(tokens: list[int], widths: tuple[int, ...]) -> int:
     return sum(ceil_div(t, w) * w for t in tokens for w in (width_for_tokens(t, widths),))
 
 
-def mixed_token_widths(tokens: list[int], menu: tuple[int, ...]) -> tuple[int, ...]:
-    """The widths of ``menu`` (at most ``MAX_TOKEN_WIDTHS``, widest first) that pad ``tokens`` least, with
-    the fewest widths among equals and then the widest; ``()`` when no set saves
-    ``MIXED_MIN_PADDING_SAVING`` of the best single width's rows or when every width it would use is the
-    same one (all groups fall to one width)."""
-    if not tokens or not menu:
+def width_sets(tokens: list[int], menu: tuple[int, ...], size: int) -> list[tuple[int, ...]]:
+    """The sets of ``size`` widths of ``menu`` (each widest first) a mixed config may use on ``tokens``:
+    every width runs at least one group (a width no group uses is a build and a launch for nothing) and
+    the set saves ``MIXED_MIN_PADDING_SAVING`` of the best single width's rows."""
+    if not tokens or not menu or not 2 <= size <= MAX_TOKEN_WIDTHS:
+        return []
+    limit = min(padded_rows(tokens, w) for w in menu) * (1.0 - MIXED_MIN_PADDING_SAVING)
+    return [
+        combo
+        for combo in combinations(sorted(menu, reverse=True), size)
+        if len({width_for_tokens(t, combo) for t in tokens}) == size
+        and mixed_padded_rows(tokens, combo) <= limit
+    ]
+
+
+def mixed_token_widths(
+    tokens: list[int],
+    menu: tuple[int, ...],
+    size: int,
+    cost: Callable[[tuple[int, ...]], float] | None = None,
+) -> tuple[int, ...]:
+    """Of :func:`width_sets`, the set with the lowest ``cost`` (the model's estimate of the config that
+    uses it: fewer padded rows can still mean more waves), then the fewest padded rows, then the widest;
+    without ``cost`` the fewest padded rows.  ``()`` when there is none."""
+    sets = width_sets(tokens, menu, size)
+    if not sets:
         return ()
-    single = min(padded_rows(tokens, w) for w in menu)
-    best: tuple[int, int, int] | None = None
-    best_set: tuple[int, ...] = ()
-    for size in range(2, MAX_TOKEN_WIDTHS + 1):
-        for combo in combinations(sorted(menu, reverse=True), size):
-            used = {width_for_tokens(t, combo) for t in tokens}
-            if len(used) < size:  # a width no group runs with is a build and a launch for nothing
-                continue
-            key = (mixed_padded_rows(tokens, combo), size, -sum(combo))
-            if best is None or key < best:
-                best, best_set = key, combo
-    if best is None or best[0] > single * (1.0 - MIXED_MIN_PADDING_SAVING):
-        return ()
-    return best_set
+    return min(sets, key=lambda c: (cost(c) if cost else 0.0, mixed_padded_rows(tokens, c), -sum(c)))
 
 
 def group_tokens(problem: dict[str, Any] | None, kernel: str) -> list[int]:
@@ -135,19 +142,34 @@ def check_extra_tile_n(
             )
 
 
-def mixed_twin(
-    cfg: Sm90GemmConfig, problem: dict[str, Any] | None, check: Callable[..., CheckResult]
-) -> Sm90GemmConfig | None:
-    """The mixed-width twin of a swap-AB grouped config: the widths of ``MIXED_WIDTH_MENU`` that are legal
-    tile Ns of its kernel and pad the problem's groups least (:func:`mixed_token_widths`), or ``None``
-    where no set of widths saves enough rows over one width or the twin breaks a rule."""
+def mixed_twins(
+    cfg: Sm90GemmConfig,
+    problem: dict[str, Any] | None,
+    check: Callable[..., CheckResult],
+    cost: Callable[[Sm90GemmConfig, dict[str, Any]], float],
+) -> list[Sm90GemmConfig]:
+    """The mixed-width twins of a swap-AB grouped config, one per number of widths (2 up to
+    ``MAX_TOKEN_WIDTHS``): of the widths of ``MIXED_WIDTH_MENU`` that are legal tile Ns of its kernel, the
+    set the model's ``cost`` estimates fastest among those that save enough rows (:func:`mixed_token_widths`).
+    Every number of widths gets its twin because fewer widths pad more but pay fewer launch tails; the
+    ranking and the measurement weigh the two.  Twins that break a rule are left out."""
+    tokens = group_tokens(problem, cfg.kernel)
+    if not tokens or problem is None:
+        return []
     menu = tuple(
         w
         for w in MIXED_WIDTH_MENU
         if check(cfg.model_copy(update={"tile": (cfg.tile[0], w, cfg.tile[2])})).valid
     )
-    widths = mixed_token_widths(group_tokens(problem, cfg.kernel), menu)
-    if not widths:
-        return None
-    twin = cfg.model_copy(update={"tile": (cfg.tile[0], widths[0], cfg.tile[2]), "extra_tile_n": widths[1:]})
-    return twin if check(twin, problem).valid else None
+
+    def with_widths(widths: tuple[int, ...]) -> Sm90GemmConfig:
+        return cfg.model_copy(
+            update={"tile": (cfg.tile[0], widths[0], cfg.tile[2]), "extra_tile_n": widths[1:]}
+        )
+
+    twins = []
+    for size in range(2, MAX_TOKEN_WIDTHS + 1):
+        widths = mixed_token_widths(tokens, menu, size, lambda c: cost(with_widths(c), problem))
+        if widths and check(with_widths(widths), problem).valid:
+            twins.append(with_widths(widths))
+    return twins

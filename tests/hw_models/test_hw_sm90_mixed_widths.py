@@ -23,11 +23,13 @@ from kernelpilot.errors import InputError
 from kernelpilot.hw_models.catalogue import get_device
 from kernelpilot.hw_models.sm90.cost import sm90_time_s
 from kernelpilot.hw_models.sm90.token_widths import (
+    MIXED_MIN_PADDING_SAVING,
     MIXED_WIDTH_MENU,
     mixed_padded_rows,
     mixed_token_widths,
     padded_rows,
     width_for_tokens,
+    width_sets,
 )
 from kernelpilot.targets import get_target_model
 from kernelpilot.tile_tuner.space import SearchSpace
@@ -56,20 +58,26 @@ def test_a_group_runs_with_the_width_that_pads_it_least_ties_to_the_wider() -> N
 
 
 def test_the_widths_chosen_pad_least_and_each_is_used() -> None:
-    single = min(padded_rows(QWEN3_DOWN_TOKENS, w) for w in MIXED_WIDTH_MENU)
-    widths = mixed_token_widths(QWEN3_DOWN_TOKENS, MIXED_WIDTH_MENU)
-    assert 2 <= len(widths) <= 3 and list(widths) == sorted(widths, reverse=True)
-    assert mixed_padded_rows(QWEN3_DOWN_TOKENS, widths) < 0.95 * single
-    # every width of the set runs at least one group (a width no group uses would be built for nothing)
-    assert {width_for_tokens(t, widths) for t in QWEN3_DOWN_TOKENS} == set(widths)
-    # no set beats it: an exhaustive check over the menu's pairs
     from itertools import combinations
 
-    best_pair = min(mixed_padded_rows(QWEN3_DOWN_TOKENS, c) for c in combinations(MIXED_WIDTH_MENU, 2))
-    assert mixed_padded_rows(QWEN3_DOWN_TOKENS, widths) <= best_pair
-    # groups one width already fits: no mixed set (the extra launch would buy nothing)
-    assert mixed_token_widths([1024] * 8, MIXED_WIDTH_MENU) == ()
-    assert mixed_token_widths([], MIXED_WIDTH_MENU) == ()
+    single = min(padded_rows(QWEN3_DOWN_TOKENS, w) for w in MIXED_WIDTH_MENU)
+    for size in (2, 3):
+        widths = mixed_token_widths(QWEN3_DOWN_TOKENS, MIXED_WIDTH_MENU, size)
+        assert len(widths) == size and list(widths) == sorted(widths, reverse=True)
+        assert mixed_padded_rows(QWEN3_DOWN_TOKENS, widths) <= (1 - MIXED_MIN_PADDING_SAVING) * single
+        # every width of the set runs at least one group (a width no group uses would be built for nothing)
+        assert {width_for_tokens(t, widths) for t in QWEN3_DOWN_TOKENS} == set(widths)
+        # no set of that size pads less (an exhaustive check over the menu)
+        best = min(mixed_padded_rows(QWEN3_DOWN_TOKENS, c) for c in combinations(MIXED_WIDTH_MENU, size))
+        assert mixed_padded_rows(QWEN3_DOWN_TOKENS, widths) == best
+    # three widths pad no more than two
+    three = mixed_token_widths(QWEN3_DOWN_TOKENS, MIXED_WIDTH_MENU, 3)
+    two = mixed_token_widths(QWEN3_DOWN_TOKENS, MIXED_WIDTH_MENU, 2)
+    assert mixed_padded_rows(QWEN3_DOWN_TOKENS, three) <= mixed_padded_rows(QWEN3_DOWN_TOKENS, two)
+    # groups one width already fits: no mixed set (the extra launch would buy nothing); nor past the limit
+    assert mixed_token_widths([1024] * 8, MIXED_WIDTH_MENU, 2) == ()
+    assert mixed_token_widths([], MIXED_WIDTH_MENU, 2) == ()
+    assert mixed_token_widths(QWEN3_DOWN_TOKENS, MIXED_WIDTH_MENU, 4) == ()
 
 
 def test_mixed_widths_are_legal_only_where_every_width_is() -> None:
@@ -94,26 +102,51 @@ def test_mixed_widths_are_legal_only_where_every_width_is() -> None:
         _cfg([128, 176, 64], extra_tile_n="wide")
 
 
-def test_the_default_space_holds_one_mixed_twin_per_swap_family_row() -> None:
+def test_the_default_space_holds_a_mixed_twin_per_width_count_and_swap_family_row() -> None:
     sm90 = get_target_model("sm90")
     enumerated = list(sm90.enumerate("grouped_gemm", "bf16", QWEN3_DOWN))
     mixed = [c for c in enumerated if c.extra_tile_n]
     assert mixed and all(c.swap_ab and c.launch == "grouped" for c in mixed)
-    rows = {(c.tile[0], c.schedule, c.cluster) for c in mixed}
-    assert len(rows) == len(mixed)  # one per (tile M, schedule, cluster)
+    rows = {(c.tile[0], c.schedule, c.cluster, len(c.token_widths)) for c in mixed}
+    assert len(rows) == len(mixed)  # one per (tile M, schedule, cluster) and number of widths
+    assert {len(c.token_widths) for c in mixed} == {2, 3}
     for c in mixed:
         assert sm90.check(c, QWEN3_DOWN).valid
-        # its widths are the least-padding set among the widths legal for its kernel
+        # its widths are, of the sets of its size that save enough rows with widths legal for its kernel,
+        # the one the cost model estimates fastest
         legal = tuple(
             w for w in MIXED_WIDTH_MENU if sm90.check(c.model_copy(update={"tile": (c.tile[0], w, 64),
                                                                            "extra_tile_n": ()})).valid
         )  # fmt: skip
-        assert c.token_widths == mixed_token_widths(QWEN3_DOWN_TOKENS, legal)
+        sets = width_sets(QWEN3_DOWN_TOKENS, legal, len(c.token_widths))
+        assert c.token_widths in sets
+
+        def estimate(widths, c=c):
+            twin = c.model_copy(update={"tile": (c.tile[0], widths[0], 64), "extra_tile_n": widths[1:]})
+            return sm90.estimate_time_s(twin, QWEN3_DOWN)
+
+        assert estimate(c.token_widths) == min(estimate(w) for w in sets)
     space = SearchSpace(sm90, "grouped_gemm", "bf16", QWEN3_DOWN)
     assert {c.label() for c in mixed} <= {c.label() for c in space.configs}
     # uniform groups: no mixed config
     uniform = {"groups": [[1024, 4096, 12288]] * 8, "dtype": "bf16", "layout": "rc"}
     assert not any(c.extra_tile_n for c in sm90.enumerate("grouped_gemm", "bf16", uniform))
+
+
+def test_the_cost_model_ranks_a_two_width_twin_above_the_single_width_winner_where_padding_dominates() -> (
+    None
+):
+    """Qwen3-8B down: the best single-width config pads 11.6 %; its two-width twin pays one more launch
+    tail and is still estimated faster, while no three-width twin is (two more tails)."""
+    sm90 = get_target_model("sm90")
+    h200 = get_device("h200")
+    configs = list(sm90.enumerate("grouped_gemm", "bf16", QWEN3_DOWN))
+    ranked = sorted(configs, key=lambda c: sm90_time_s(c, QWEN3_DOWN, h200))
+    best_single = next(c for c in ranked if not c.extra_tile_n)
+    best_two = next(c for c in ranked if len(c.token_widths) == 2)
+    best_three = next(c for c in ranked if len(c.token_widths) == 3)
+    assert sm90_time_s(best_two, QWEN3_DOWN, h200) < sm90_time_s(best_single, QWEN3_DOWN, h200)
+    assert sm90_time_s(best_three, QWEN3_DOWN, h200) > sm90_time_s(best_two, QWEN3_DOWN, h200)
 
 
 def test_cost_is_one_launch_per_width_over_its_groups() -> None:
