@@ -230,3 +230,31 @@ def test_the_mixed_width_program_compiles_for_sm90a(tmp_path) -> None:
     )
     assert r.returncode == 0, r.stderr[-4000:]
     assert (tmp_path / "m.o").stat().st_size > 0
+
+
+@pytest.mark.skipif(not shutil.which("g++"), reason="needs g++")
+def test_the_program_assigns_groups_to_widths_by_the_models_rule(tmp_path) -> None:
+    """The program's ``width_class`` (C++) and the model's :func:`width_for_tokens` put every token count
+    from 1 to 2048 on the same width, for a two- and a three-width config: the cost the model ranks by is
+    that of the launches the program makes."""
+    import re
+
+    for widths in ([176, 160], [256, 224, 144]):
+        source = _render({"tile": [128, widths[0], 64], "swap_ab": True, "extra_tile_n": widths[1:]})
+        decls = re.search(
+            r"constexpr int kNumWidths = .*?;\nconstexpr int kWidths\[kNumWidths\] = .*?;\n", source
+        )
+        body = re.search(r"static int width_class\(int tokens\) \{.*?\n\}\n", source, re.S)
+        assert decls and body
+        harness = tmp_path / "width_class.cpp"
+        harness.write_text(
+            "#include <cstdio>\n" + decls.group(0) + body.group(0)
+            + "int main() { for (int t = 1; t <= 2048; ++t) printf(\"%d\\n\", kWidths[width_class(t)]); }\n"
+        )  # fmt: skip
+        exe = tmp_path / "width_class"
+        subprocess.run(["g++", "-std=c++17", str(harness), "-o", str(exe)], check=True, timeout=120)
+        got = [
+            int(x)
+            for x in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
+        ]
+        assert got == [width_for_tokens(t, tuple(widths)) for t in range(1, 2049)]
