@@ -60,22 +60,25 @@ def width_for_tokens(tokens: int, widths: tuple[int, ...]) -> int:
 
 def mixed_padded_rows(tokens: list[int], widths: tuple[int, ...]) -> int:
     """Rows a mixed config computes: each group padded to the width it runs with."""
-    return sum(ceil_div(t, w) * w for t in tokens for w in (width_for_tokens(t, widths),))
+    return sum(padded_rows([t], width_for_tokens(t, widths)) for t in tokens)
 
 
-def width_sets(tokens: list[int], menu: tuple[int, ...], size: int) -> list[tuple[int, ...]]:
-    """The sets of ``size`` widths of ``menu`` (each widest first) a mixed config may use on ``tokens``:
-    every width runs at least one group (a width no group uses is a build and a launch for nothing) and
-    the set saves ``MIXED_MIN_PADDING_SAVING`` of the best single width's rows."""
+def width_sets(tokens: list[int], menu: tuple[int, ...], size: int) -> dict[tuple[int, ...], int]:
+    """The sets of ``size`` widths of ``menu`` (each widest first) a mixed config may use on ``tokens``, with
+    the rows each computes: every width runs at least one group (a width no group uses is a build and a
+    launch for nothing) and the set saves ``MIXED_MIN_PADDING_SAVING`` of the best single width's rows."""
     if not tokens or not menu or not 2 <= size <= MAX_TOKEN_WIDTHS:
-        return []
+        return {}
     limit = min(padded_rows(tokens, w) for w in menu) * (1.0 - MIXED_MIN_PADDING_SAVING)
-    return [
-        combo
-        for combo in combinations(sorted(menu, reverse=True), size)
-        if len({width_for_tokens(t, combo) for t in tokens}) == size
-        and mixed_padded_rows(tokens, combo) <= limit
-    ]
+    sets = {}
+    for combo in combinations(sorted(menu, reverse=True), size):
+        chosen = [width_for_tokens(t, combo) for t in tokens]  # each group's width, once per set
+        if len(set(chosen)) < size:
+            continue
+        rows = sum(padded_rows([t], w) for t, w in zip(tokens, chosen, strict=True))
+        if rows <= limit:
+            sets[combo] = rows
+    return sets
 
 
 def mixed_token_widths(
@@ -90,7 +93,7 @@ def mixed_token_widths(
     sets = width_sets(tokens, menu, size)
     if not sets:
         return ()
-    return min(sets, key=lambda c: (cost(c) if cost else 0.0, mixed_padded_rows(tokens, c), -sum(c)))
+    return min(sets, key=lambda c: (cost(c) if cost else 0.0, sets[c], -sum(c)))
 
 
 def group_tokens(problem: dict[str, Any] | None, kernel: str) -> list[int]:
