@@ -191,3 +191,27 @@ def test_space_layout_rules_apply() -> None:
     )
     assert json.loads(rr.stdout)["space_size"] == 0
     assert json.loads(rc.stdout)["space_size"] > 20
+
+
+def test_check_tiles_sm90_mixed_widths(tmp_path: Path) -> None:
+    """``extra_tile_n`` through the CLI: a legal mixed config passes, a width its kernel cannot hold is an
+    invalid result naming the rule and the width, and a malformed field is bad input (exit 2) naming the
+    entry and the field."""
+    swap = {"kernel": "grouped_gemm", "tile": [256, 176, 64], "schedule": "cooperative", "swap_ab": True}
+    path = _write(tmp_path, "mixed.yaml", [{**swap, "extra_tile_n": [160]}, {**swap, "extra_tile_n": [208]}])
+    proc = run_cli("check-tiles", "--target", "sm90", "--input", str(path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert [r["valid"] for r in out] == [True, False]
+    (violation,) = out[1]["violations"]
+    assert violation["rule"] == "sm90.extra_tile_n" and "width 208" in violation["message"]
+    strict = run_cli("check-tiles", "--target", "sm90", "--input", str(path), "--fail-on-invalid")
+    assert strict.returncode == 1
+    for bad, needle in (
+        ([160, 144, 128], "extra_tile_n must be a list of 0 or 1 or 2"),
+        (["wide"], "extra_tile_n[0]"),
+    ):
+        path = _write(tmp_path, "bad.yaml", [{**swap, "extra_tile_n": bad}])
+        proc = run_cli("check-tiles", "--target", "sm90", "--input", str(path))
+        assert proc.returncode == 2, proc.stderr
+        assert needle in proc.stderr and "bad.yaml: entry 0" in proc.stderr, proc.stderr
