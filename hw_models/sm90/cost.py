@@ -55,6 +55,12 @@ SM90_SPLIT_STEP_PENALTY = 2.4
 # faster on the H200 although nosmem gets one more mainloop stage (benchmarks/results/
 # cuda_kinds_h200_grouped_rerun.json, 128x256x64 c1x1/c2x1 on two workloads; geometric mean 1.117x)
 SM90_PTR_ARRAY_NOSMEM_EFF = 1.0 / 1.117
+# A persistent ptr-array launch's ramp and drain beyond its waves.  Run as separate per-width launches, a
+# single-width config's groups took 1.036x, 1.107x and 1.045x its one launch over all groups on the three
+# short-K MoE rows, where the wave count alone gives 1.011x, 1.081x and 1.008x: 6, 10 and 19 us per extra
+# launch (H100, benchmarks/results/mixed_width_probe_h100_call.json).  Every launch pays it, so a mixed-width
+# config pays it once per width.
+SM90_PTR_ARRAY_RAMP_S = 10.0e-6
 
 
 def sm90_active_ctas(cores: int, cluster_size: int) -> int:
@@ -166,4 +172,5 @@ def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) ->
         total_compute_path = waves * (mean_steps * step + epilogue + per_tile_fixed)
     per_sm_dram = device.bandwidth_gbs() * 1e9 / cores * SM90_PER_SM_DRAM_SHARE
     memory_path = max(unique_bytes / (device.bandwidth_gbs() * 1e9), max_cta_bytes / per_sm_dram)
-    return SM90_KERNEL_LAUNCH_S + max(total_compute_path, memory_path)
+    launch = SM90_KERNEL_LAUNCH_S + (SM90_PTR_ARRAY_RAMP_S if cfg.kernel in PTR_ARRAY_KERNELS else 0.0)
+    return launch + max(total_compute_path, memory_path)

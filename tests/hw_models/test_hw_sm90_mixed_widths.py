@@ -21,6 +21,7 @@ from kernelpilot.dsl_plugins.cuda.grouped_gemm import (
 )
 from kernelpilot.errors import InputError
 from kernelpilot.hw_models.catalogue import get_device
+from kernelpilot.hw_models.sm90 import cost as cost_model
 from kernelpilot.hw_models.sm90.cost import sm90_time_s
 from kernelpilot.hw_models.sm90.token_widths import (
     MIXED_MIN_PADDING_SAVING,
@@ -166,6 +167,58 @@ def test_cost_is_one_launch_per_width_over_its_groups() -> None:
     moe = {"num_experts": 16, "tokens": [176, 208] * 8, "N": 8192, "K": 8192, "dtype": "bf16"}
     moe_mixed = _cfg([128, 208, 64], kernel="moe_gemm", extra_tile_n=[176])
     assert sm90_time_s(moe_mixed, moe, h200) == pytest.approx(per_width)
+
+
+# Qwen3-30B-A3B MLP down (768 -> 2048), 128 experts: the token counts of benchmarks/cuda_kinds_common.py's
+# qwen3_30b_a3b_down workload (uniform top-8 routing of 4096 tokens, seed 0)
+QWEN3_30B_DOWN = {
+    "num_experts": 128, "N": 2048, "K": 768, "dtype": "bf16",
+    "tokens": [257, 259, 280, 277, 229, 244, 238, 264, 259, 271, 272, 250, 261, 246, 246, 246, 234, 228, 289, 251,
+               240, 254, 262, 248, 275, 271, 272, 253, 257, 261, 255, 274, 286, 263, 258, 274, 249, 253, 253, 250,
+               261, 265, 257, 269, 262, 244, 242, 250, 262, 247, 248, 254, 249, 293, 288, 239, 279, 266, 228, 281,
+               229, 247, 248, 263, 242, 261, 238, 264, 249, 238, 260, 278, 269, 274, 241, 289, 264, 280, 240, 241,
+               234, 248, 244, 253, 242, 276, 248, 227, 267, 254, 204, 243, 254, 247, 254, 282, 274, 266, 281, 256,
+               256, 238, 242, 241, 299, 250, 247, 240, 235, 244, 231, 280, 247, 252, 252, 268, 260, 257, 257, 249,
+               248, 244, 268, 257, 254, 268, 264, 258],
+}  # fmt: skip
+
+
+def test_every_ptr_array_launch_pays_its_ramp_and_a_dense_per_group_launch_does_not(monkeypatch) -> None:
+    """Splitting one grouped launch in two costs more than the two launches' waves (the mixed-width probe:
+    6-19 us per extra launch); the per-group family launches the dense kernel, which pays no ramp."""
+    h100 = get_device("h100_sxm")
+    groups = [[m, 2048, 768] for m in QWEN3_30B_DOWN["tokens"]]
+    whole = {"groups": groups, "dtype": "bf16"}
+    halves = [{"groups": groups[:64], "dtype": "bf16"}, {"groups": groups[64:], "dtype": "bf16"}]
+    cfg = _cfg([256, 144, 64])
+    per_group = _cfg([128, 256, 64], launch="per_group", swap_ab=False)
+
+    def costs() -> tuple[float, float]:
+        split = sum(sm90_time_s(cfg, h, h100) for h in halves) - sm90_time_s(cfg, whole, h100)
+        return split, sm90_time_s(per_group, whole, h100)
+
+    with_ramp, ramp = costs(), cost_model.SM90_PTR_ARRAY_RAMP_S
+    monkeypatch.setattr(cost_model, "SM90_PTR_ARRAY_RAMP_S", 0.0)
+    without = costs()
+    assert ramp > 0 and with_ramp[0] == pytest.approx(without[0] + ramp)  # the second launch's ramp, once
+    assert with_ramp[1] == pytest.approx(without[1])
+
+
+def test_a_twin_whose_narrow_width_saves_few_rows_ranks_below_its_single_width_config() -> None:
+    """Qwen3-30B-A3B down: 256x144 + 128 computes 6.4 % fewer rows than 256x144 alone and measured 1.070x
+    its time on an H100 (benchmarks/results/mixed_width_probe_h100_moe.json): one more launch over 128 short
+    experts costs more than the rows save.  The model puts it behind its twin, and no mixed config first."""
+    h100 = get_device("h100_sxm")
+    sm90 = get_target_model("sm90")
+    mixed = _cfg([256, 144, 64], kernel="moe_gemm", extra_tile_n=[128])
+    twin = _cfg([256, 144, 64], kernel="moe_gemm")
+    tokens = QWEN3_30B_DOWN["tokens"]
+    assert mixed_padded_rows(tokens, (144, 128)) < 0.94 * padded_rows(tokens, 144)
+    assert sm90_time_s(mixed, QWEN3_30B_DOWN, h100) > 1.03 * sm90_time_s(twin, QWEN3_30B_DOWN, h100)
+    ranked = sorted(
+        sm90.enumerate("moe_gemm", "bf16", QWEN3_30B_DOWN), key=lambda c: sm90_time_s(c, QWEN3_30B_DOWN, h100)
+    )
+    assert any(c.extra_tile_n for c in ranked) and not ranked[0].extra_tile_n
 
 
 def test_config_normalisation_and_labels() -> None:
