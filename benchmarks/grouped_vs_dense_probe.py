@@ -1,0 +1,232 @@
+"""Where the grouped GEMM's time goes against the dense kernel: the same tile as a ptr-array grouped launch
+over a workload's groups, as a grouped launch of one group holding all their rows, and as the dense kernel
+on that one shape, next to cuBLAS on the same three problems, on one GPU.
+
+On the grouped workloads of few large GEMMs the tuned ptr-array grouped kernel runs at 615-690 TFLOP/s
+where cuBLAS (a ``torch.mm`` loop) reaches 725-785, while the dense CUTLASS kernel of the same tile ran the
+large dense shapes at 770-810 TFLOP/s on the H200, ahead of cuBLAS (docs/tile_tuner.md).  Per workload
+this times, in alternating order per round (every program run with its own checks):
+
+* ``grouped_groups``: the grouped program on the workload's groups (what the tuner measures);
+* ``grouped_one``: the same binary on one group of sum(M) rows (no group boundaries: no padding of each
+  group's last tile, no switch of TMA descriptors between groups);
+* ``dense_one``: the dense GEMM program of the same tile (stream-K build, data-parallel; raster and
+  swizzle variants) on the same sum(M) x N x K;
+* ``torch_groups`` / ``torch_one``: ``torch.mm`` per group / one ``torch.mm`` on sum(M) rows, with the
+  vendor baseline's timing rules.
+
+``grouped_one`` against ``dense_one`` is the ptr-array kernel's cost per tile; ``grouped_groups`` against
+``grouped_one`` the cost of the group boundaries; ``torch_groups`` against ``torch_one`` the same for
+cuBLAS.
+
+    # CPU: render and build the programs into DIR
+    python benchmarks/grouped_vs_dense_probe.py build --dir .kp-grouped-dense --jobs 2
+    # GPU
+    python benchmarks/grouped_vs_dense_probe.py run --dir .kp-grouped-dense --rounds 3 --out F
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import statistics
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from cuda_kinds_common import kernels, problems
+
+from kernelpilot.dsl_plugins.cuda.gemm import CutlassSm90Gemm
+from kernelpilot.errors import ToolMissingError
+from kernelpilot.tile_tuner.kernel_api import parse_result_line
+from kernelpilot.toolchain import tool_version
+
+MANIFEST = "manifest.json"
+#: the workloads of few large GEMMs the torch.mm loop wins, and the tile both kernels run: 128x256x64
+#: cooperative, cluster 1x1 (the unswapped grouped winner of those rows and the dense winner of the large
+#: dense shapes)
+WORKLOADS = ("llama3_8b_mlp_up_varlen8", "qwen3_8b_mlp_down_varlen16")
+TILE = {"tile": [128, 256, 64], "cluster": [1, 1], "schedule": "cooperative"}
+GROUPED_CONFIG = {**TILE, "tile_scheduler": "persistent", "epilogue": "tma"}
+DENSE_CONFIG = {**TILE, "tile_scheduler": "streamk", "epilogue": "tma"}
+GROUPED_VARIANTS = [{"raster": r, "swizzle": s} for r in "MN" for s in (1, 8)]
+DENSE_VARIANTS = [{"raster": r, "swizzle": s, "decomp": "D", "splits": 1} for r in "MN" for s in (1, 8)]
+
+
+def one_group(problem: dict[str, Any]) -> tuple[int, int, int]:
+    n, k = problem["groups"][0][1], problem["groups"][0][2]
+    return sum(g[0] for g in problem["groups"]), n, k
+
+
+def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
+    """Render the grouped and the dense program of the tile (one dense binary per shape's layout) and build
+    what ``folder`` lacks."""
+    folder.mkdir(parents=True, exist_ok=True)
+    grouped, dense = kernels()["grouped_gemm"], CutlassSm90Gemm()
+    options = {"cutlass_dir": cutlass_dir or None}
+    try:
+        g_recipe = grouped.build_recipe("sm90", options)
+        d_recipe = dense.build_recipe("sm90", options)
+    except ToolMissingError as exc:
+        print(f"error: {exc} (--cutlass-dir or CUTLASS_DIR)", file=sys.stderr)
+        return 1
+    probs = problems()["grouped_gemm"]
+    first = probs[WORKLOADS[0]]
+    layout = first.get("layout", "rc")
+    sources = {
+        "grouped": (grouped.render(GROUPED_CONFIG, first, "sm90"), g_recipe),
+        f"dense_{layout}": (dense.render(DENSE_CONFIG, {"M": 1, "N": 8, "K": 8, "layout": layout}, "sm90"), d_recipe),
+    }  # fmt: skip
+    todo = []
+    for name, (rendered, recipe) in sources.items():
+        ((_, text),) = rendered.sources.items()
+        (folder / f"{name}.cu").write_text(text)
+        if not (folder / name).exists():
+            includes = [f"-I{p}" for p in recipe.include_dirs]
+            todo.append(
+                [
+                    recipe.compiler,
+                    *recipe.flags,
+                    *includes,
+                    "-o",
+                    str(folder / name),
+                    str(folder / f"{name}.cu"),
+                ]
+            )
+
+    def compile_one(cmd: list[str]) -> str:
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        return "" if done.returncode == 0 else f"{cmd[-1]}: {done.stderr.strip()[-800:]}"
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        errors = [e for e in pool.map(compile_one, todo) if e]
+    manifest = {"nvcc": tool_version("nvcc"), "cutlass": g_recipe.library_version, "layout": layout,
+                "grouped_config": GROUPED_CONFIG, "dense_config": DENSE_CONFIG, "workloads": list(WORKLOADS)}  # fmt: skip
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    for e in errors:
+        print(f"error: {e}", file=sys.stderr)
+    print(f"built {len(todo) - len(errors)} of {len(todo)} programs into {folder}")
+    return 1 if errors else 0
+
+
+def run_program(argv: list[str]) -> dict[str, Any]:
+    """One program run: its median ms and best variant when it passed its checks, else why not."""
+    done = subprocess.run(argv, capture_output=True, text=True)
+    try:
+        result = parse_result_line(done.stdout)
+    except ValueError as exc:
+        return {"ok": False, "why": f"rc={done.returncode}: {exc}; {done.stderr.strip()[-300:]}"}
+    passed = result.verification is not None and result.verification.passed
+    if result.status != "ok" or not passed or result.time_ms is None:
+        return {"ok": False, "why": f"status={result.status} verification={passed} {result.message}".strip()}
+    return {"ok": True, "ms": result.time_ms.median, "runtime": result.runtime}
+
+
+def torch_side(groups: list[list[int]], layout: str) -> float:
+    """The vendor baseline's torch.mm loop over ``groups`` (one group: one torch.mm), median ms."""
+    from kernelpilot.tile_tuner import torch_baselines
+    from kernelpilot.tile_tuner.vendor_timing import Rule
+
+    out = torch_baselines.grouped(
+        {"groups": groups, "dtype": "bf16", "layout": layout}, "cuda", Rule(iters_rule="fixed")
+    )
+    loop = out["torch.mm loop"]
+    if "time_ms" not in loop:
+        raise RuntimeError(f"torch.mm loop did not run: {loop}")
+    return float(loop["time_ms"]["median"])
+
+
+def run(folder: Path, rounds: int, out: Path) -> int:
+    manifest = json.loads((folder / MANIFEST).read_text())
+    grouped, dense = kernels()["grouped_gemm"], CutlassSm90Gemm()
+    probs = problems()["grouped_gemm"]
+    layout = manifest["layout"]
+    rows, failed = [], False
+    for workload in manifest["workloads"]:
+        problem = probs[workload]
+        m, n, k = one_group(problem)
+        flop = 2.0 * sum(g[0] * g[1] * g[2] for g in problem["groups"])
+        one = {**problem, "groups": [[m, n, k]]}
+        commands = {
+            "grouped_groups": grouped.run_command(folder / "grouped", problem, {"variants": GROUPED_VARIANTS})[0],
+            "grouped_one": grouped.run_command(folder / "grouped", one, {"variants": GROUPED_VARIANTS})[0],
+            "dense_one": dense.run_command(folder / f"dense_{layout}", {"M": m, "N": n, "K": k}, {"variants": DENSE_VARIANTS})[0],
+        }  # fmt: skip
+        times: dict[str, list[float]] = {name: [] for name in [*commands, "torch_groups", "torch_one"]}
+        notes: dict[str, Any] = {}
+        for r in range(rounds):
+            order = list(commands) if r % 2 == 0 else list(reversed(commands))
+            for name in order:
+                got = run_program(commands[name])
+                if got["ok"]:
+                    times[name].append(got["ms"])
+                    notes[name] = got["runtime"]
+                else:
+                    notes[name] = got["why"]
+                    failed = True
+            times["torch_groups"].append(torch_side(problem["groups"], layout))
+            times["torch_one"].append(torch_side([[m, n, k]], layout))
+        med = {name: statistics.median(v) for name, v in times.items() if v}
+        row = {
+            "workload": workload,
+            "groups": len(problem["groups"]),
+            "one_group": [m, n, k],
+            "median_ms": med,
+            "tflops": {name: flop / (ms * 1e9) for name, ms in med.items()},
+            "rounds_ms": times,
+            "best_variant_or_failure": notes,
+        }
+        if {"grouped_one", "dense_one", "grouped_groups", "torch_groups", "torch_one"} <= set(med):
+            row["ratios"] = {
+                "grouped_one / dense_one (ptr-array cost per tile)": med["grouped_one"] / med["dense_one"],
+                "grouped_groups / grouped_one (group boundaries, CUTLASS)": med["grouped_groups"] / med["grouped_one"],
+                "torch_groups / torch_one (group boundaries, cuBLAS)": med["torch_groups"] / med["torch_one"],
+                "dense_one / torch_one": med["dense_one"] / med["torch_one"],
+                "grouped_groups / torch_groups (the tuner's yardstick)": med["grouped_groups"] / med["torch_groups"],
+            }  # fmt: skip
+        rows.append(row)
+        print(workload, {name: round(v, 4) for name, v in med.items()}, json.dumps(row.get("ratios", {})))
+    import torch
+
+    record = {
+        "what": __doc__.splitlines()[0] + " " + " ".join(__doc__.split("\n\n")[0].splitlines()[1:]),
+        "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "device": torch.cuda.get_device_name(),
+        "versions": {"torch": torch.__version__, "nvcc": manifest["nvcc"], "cutlass": manifest["cutlass"]},
+        "command": f"python benchmarks/grouped_vs_dense_probe.py run --dir DIR --rounds {rounds} --out {out.name}",
+        "configs": {"grouped": manifest["grouped_config"], "dense": manifest["dense_config"]},
+        "rows": rows,
+    }
+    out.write_text(json.dumps(record, indent=1) + "\n")
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="mode", required=True)
+    b = sub.add_parser("build", help="render and build the two programs into --dir (CPU)")
+    b.add_argument("--dir", required=True)
+    b.add_argument("--cutlass-dir", default="")
+    b.add_argument("--jobs", type=int, default=2)
+    r = sub.add_parser("run", help="time the five paths side by side (GPU)")
+    r.add_argument("--dir", required=True)
+    r.add_argument("--rounds", type=int, default=3)
+    r.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    folder = Path(args.dir)
+    if args.mode == "build":
+        return build(folder, args.cutlass_dir, args.jobs)
+    if not (folder / MANIFEST).exists():
+        print(f"error: {folder / MANIFEST} not found: run the build mode first", file=sys.stderr)
+        return 2
+    if args.rounds < 1:
+        print("error: --rounds must be at least 1", file=sys.stderr)
+        return 2
+    return run(folder, args.rounds, Path(args.out))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
