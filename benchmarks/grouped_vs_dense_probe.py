@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_kinds_common import kernels, problems
+from fmha_ftz_ab import device_name
 
 from kernelpilot.dsl_plugins.cuda.gemm import CutlassSm90Gemm
 from kernelpilot.errors import ToolMissingError
@@ -139,6 +140,12 @@ def torch_side(groups: list[list[int]], layout: str) -> float:
     return float(loop["time_ms"]["median"])
 
 
+def torch_version() -> str:
+    import torch
+
+    return str(torch.__version__)
+
+
 def run(folder: Path, rounds: int, out: Path) -> int:
     manifest = json.loads((folder / MANIFEST).read_text())
     grouped, dense = kernels()["grouped_gemm"], CutlassSm90Gemm()
@@ -189,13 +196,11 @@ def run(folder: Path, rounds: int, out: Path) -> int:
             }  # fmt: skip
         rows.append(row)
         print(workload, {name: round(v, 4) for name, v in med.items()}, json.dumps(row.get("ratios", {})))
-    import torch
-
     record = {
         "what": __doc__.splitlines()[0] + " " + " ".join(__doc__.split("\n\n")[0].splitlines()[1:]),
         "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "device": torch.cuda.get_device_name(),
-        "versions": {"torch": torch.__version__, "nvcc": manifest["nvcc"], "cutlass": manifest["cutlass"]},
+        "device": device_name(),
+        "versions": {"torch": torch_version(), "nvcc": manifest["nvcc"], "cutlass": manifest["cutlass"]},
         "command": f"python benchmarks/grouped_vs_dense_probe.py run --dir DIR --rounds {rounds} --out {out.name}",
         "configs": {"grouped": manifest["grouped_config"], "dense": manifest["dense_config"]},
         "rows": rows,
