@@ -142,7 +142,7 @@ def too_few_rounds(rounds: int) -> bool:
 
 
 def run_once(binary: Path, args: list[str]) -> dict:
-    """One program run: its median ms when it passed its checks, else why not."""
+    """One program run: its median ms and run-time knobs when it passed its checks, else why not."""
     done = subprocess.run([str(binary), *args], capture_output=True, text=True)
     try:
         result = parse_result_line(done.stdout)
@@ -151,7 +151,7 @@ def run_once(binary: Path, args: list[str]) -> dict:
     passed = result.verification is not None and result.verification.passed
     if result.status != "ok" or not passed or result.time_ms is None:
         return {"ok": False, "why": f"status={result.status} verification={passed} {result.message}".strip()}
-    return {"ok": True, "ms": result.time_ms.median}
+    return {"ok": True, "ms": result.time_ms.median, "runtime": result.runtime}
 
 
 def measure(folder: Path, rounds: int, baseline: str) -> list[dict]:

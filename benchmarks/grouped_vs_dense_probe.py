@@ -38,11 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from cuda_kinds_common import kernels, problems
-from fmha_ftz_ab import device_name
+from fmha_ftz_ab import device_name, run_once
 
 from kernelpilot.dsl_plugins.cuda.gemm import CutlassSm90Gemm
 from kernelpilot.errors import ToolMissingError
-from kernelpilot.tile_tuner.kernel_api import parse_result_line
 from kernelpilot.toolchain import tool_version
 
 MANIFEST = "manifest.json"
@@ -113,19 +112,6 @@ def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
     return 1 if errors else 0
 
 
-def run_program(argv: list[str]) -> dict[str, Any]:
-    """One program run: its median ms and best variant when it passed its checks, else why not."""
-    done = subprocess.run(argv, capture_output=True, text=True)
-    try:
-        result = parse_result_line(done.stdout)
-    except ValueError as exc:
-        return {"ok": False, "why": f"rc={done.returncode}: {exc}; {done.stderr.strip()[-300:]}"}
-    passed = result.verification is not None and result.verification.passed
-    if result.status != "ok" or not passed or result.time_ms is None:
-        return {"ok": False, "why": f"status={result.status} verification={passed} {result.message}".strip()}
-    return {"ok": True, "ms": result.time_ms.median, "runtime": result.runtime}
-
-
 def torch_side(groups: list[list[int]], layout: str) -> float:
     """The vendor baseline's torch.mm loop over ``groups`` (one group: one torch.mm), median ms."""
     from kernelpilot.tile_tuner import torch_baselines
@@ -167,7 +153,7 @@ def run(folder: Path, rounds: int, out: Path) -> int:
         for r in range(rounds):
             order = list(commands) if r % 2 == 0 else list(reversed(commands))
             for name in order:
-                got = run_program(commands[name])
+                got = run_once(Path(commands[name][0]), commands[name][1:])
                 if got["ok"]:
                     times[name].append(got["ms"])
                     notes[name] = got["runtime"]
