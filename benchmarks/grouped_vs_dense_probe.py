@@ -7,7 +7,8 @@ where cuBLAS (a ``torch.mm`` loop) reaches 725-785, while the dense CUTLASS kern
 large dense shapes at 770-810 TFLOP/s on the H200, ahead of cuBLAS (docs/tile_tuner.md).  Per workload
 this times, in alternating order per round (every program run with its own checks):
 
-* ``grouped_groups``: the grouped program on the workload's groups (what the tuner measures);
+* ``grouped_groups``: the grouped program on the workload's groups (Llama-3-8B MLP up, Qwen3-8B down,
+  Mixtral-8x7B's experts);
 * ``grouped_one``: the same binary on one group of sum(M) rows (no group boundaries: no padding of each
   group's last tile, no switch of TMA descriptors between groups);
 * ``dense_one``: the dense GEMM program of the same tile (stream-K build, data-parallel; raster and
@@ -45,10 +46,15 @@ from kernelpilot.errors import ToolMissingError
 from kernelpilot.toolchain import tool_version
 
 MANIFEST = "manifest.json"
-#: the workloads of few large GEMMs the torch.mm loop wins, and the tile both kernels run: 128x256x64
-#: cooperative, cluster 1x1 (the unswapped grouped winner of those rows and the dense winner of the large
-#: dense shapes)
-WORKLOADS = ("llama3_8b_mlp_up_varlen8", "qwen3_8b_mlp_down_varlen16")
+#: (kind, workload): three of the four workloads of few large GEMMs the torch.mm loop wins (Mixtral's
+#: experts as a grouped problem of the same groups), all with B an nn.Linear weight (layout rc); and the tile
+#: both kernels run: 128x256x64 cooperative, cluster 1x1 (the unswapped grouped winner of those rows and
+#: the dense winner of the large dense shapes)
+WORKLOADS = (
+    ("grouped_gemm", "llama3_8b_mlp_up_varlen8"),
+    ("grouped_gemm", "qwen3_8b_mlp_down_varlen16"),
+    ("moe_gemm", "mixtral_8x7b_down"),
+)
 TILE = {"tile": [128, 256, 64], "cluster": [1, 1], "schedule": "cooperative"}
 GROUPED_CONFIG = {**TILE, "tile_scheduler": "persistent", "epilogue": "tma"}
 DENSE_CONFIG = {**TILE, "tile_scheduler": "streamk", "epilogue": "tma"}
@@ -73,9 +79,16 @@ def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
     except ToolMissingError as exc:
         print(f"error: {exc} (--cutlass-dir or CUTLASS_DIR)", file=sys.stderr)
         return 1
-    probs = problems()["grouped_gemm"]
-    first = probs[WORKLOADS[0]]
+    kind, name = WORKLOADS[0]
+    first = problems()[kind][name]
     layout = first.get("layout", "rc")
+    layouts = {problems()[k][w].get("layout", "rc") for k, w in WORKLOADS}
+    if layouts != {layout}:
+        print(
+            f"error: the workloads mix layouts {sorted(layouts)}; one dense program serves one",
+            file=sys.stderr,
+        )
+        return 1
     sources = {
         "grouped": (grouped.render(GROUPED_CONFIG, first, "sm90"), g_recipe),
         f"dense_{layout}": (dense.render(DENSE_CONFIG, {"M": 1, "N": 8, "K": 8, "layout": layout}, "sm90"), d_recipe),
@@ -104,7 +117,7 @@ def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         errors = [e for e in pool.map(compile_one, todo) if e]
     manifest = {"nvcc": tool_version("nvcc"), "cutlass": g_recipe.library_version, "layout": layout,
-                "grouped_config": GROUPED_CONFIG, "dense_config": DENSE_CONFIG, "workloads": list(WORKLOADS)}  # fmt: skip
+                "grouped_config": GROUPED_CONFIG, "dense_config": DENSE_CONFIG, "workloads": [list(w) for w in WORKLOADS]}  # fmt: skip
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     for e in errors:
         print(f"error: {e}", file=sys.stderr)
@@ -135,11 +148,11 @@ def torch_version() -> str:
 def run(folder: Path, rounds: int, out: Path) -> int:
     manifest = json.loads((folder / MANIFEST).read_text())
     grouped, dense = kernels()["grouped_gemm"], CutlassSm90Gemm()
-    probs = problems()["grouped_gemm"]
+    probs = problems()
     layout = manifest["layout"]
     rows, failed = [], False
-    for workload in manifest["workloads"]:
-        problem = probs[workload]
+    for kind, workload in manifest["workloads"]:
+        problem = probs[kind][workload]
         m, n, k = one_group(problem)
         flop = 2.0 * sum(g[0] * g[1] * g[2] for g in problem["groups"])
         one = {**problem, "groups": [[m, n, k]]}

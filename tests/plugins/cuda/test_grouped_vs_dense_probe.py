@@ -49,7 +49,7 @@ def _folder(tmp_path: Path, probe, dense_passes: bool = True) -> Path:
     _program(folder / "grouped", log, "2.0 if groups > 1 else 1.8")
     _program(folder / "dense_rc", log, "1.5", passed=dense_passes)
     manifest = {"nvcc": "nvcc 13", "cutlass": "cutlass 4.2.0", "layout": "rc", "grouped_config": probe.GROUPED_CONFIG,
-                "dense_config": probe.DENSE_CONFIG, "workloads": ["llama3_8b_mlp_up_varlen8"]}  # fmt: skip
+                "dense_config": probe.DENSE_CONFIG, "workloads": [["grouped_gemm", "llama3_8b_mlp_up_varlen8"]]}  # fmt: skip
     (folder / probe.MANIFEST).write_text(json.dumps(manifest))
     return folder
 
