@@ -32,14 +32,12 @@ import argparse
 import datetime as dt
 import json
 import statistics
-import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from cuda_kinds_common import kernels, problems
-from fmha_ftz_ab import device_name, run_once
+from fmha_ftz_ab import compile_programs, device_name, finish_build, run_once
 
 from kernelpilot.dsl_plugins.cuda.gemm import CutlassSm90Gemm
 from kernelpilot.errors import ToolMissingError
@@ -79,10 +77,11 @@ def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
     except ToolMissingError as exc:
         print(f"error: {exc} (--cutlass-dir or CUTLASS_DIR)", file=sys.stderr)
         return 1
+    probs = problems()
     kind, name = WORKLOADS[0]
-    first = problems()[kind][name]
+    first = probs[kind][name]
     layout = first.get("layout", "rc")
-    layouts = {problems()[k][w].get("layout", "rc") for k, w in WORKLOADS}
+    layouts = {probs[k][w].get("layout", "rc") for k, w in WORKLOADS}
     if layouts != {layout}:
         print(
             f"error: the workloads mix layouts {sorted(layouts)}; one dense program serves one",
@@ -94,35 +93,17 @@ def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
         f"dense_{layout}": (dense.render(DENSE_CONFIG, {"M": 1, "N": 8, "K": 8, "layout": layout}, "sm90"), d_recipe),
     }  # fmt: skip
     todo = []
-    for name, (rendered, recipe) in sources.items():
+    for program, (rendered, recipe) in sources.items():
         ((_, text),) = rendered.sources.items()
-        (folder / f"{name}.cu").write_text(text)
-        if not (folder / name).exists():
-            includes = [f"-I{p}" for p in recipe.include_dirs]
-            todo.append(
-                [
-                    recipe.compiler,
-                    *recipe.flags,
-                    *includes,
-                    "-o",
-                    str(folder / name),
-                    str(folder / f"{name}.cu"),
-                ]
-            )
-
-    def compile_one(cmd: list[str]) -> str:
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        return "" if done.returncode == 0 else f"{cmd[-1]}: {done.stderr.strip()[-800:]}"
-
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        errors = [e for e in pool.map(compile_one, todo) if e]
+        (folder / f"{program}.cu").write_text(text)
+        if not (folder / program).exists():
+            todo.append((folder / f"{program}.cu", tuple(recipe.flags), folder / program))
+    # both recipes name the same CUTLASS tree; the union keeps either build whole if they ever differ
+    includes = list(dict.fromkeys(f"-I{p}" for r in (g_recipe, d_recipe) for p in r.include_dirs))
+    errors = compile_programs(todo, includes, jobs)
     manifest = {"nvcc": tool_version("nvcc"), "cutlass": g_recipe.library_version, "layout": layout,
                 "grouped_config": GROUPED_CONFIG, "dense_config": DENSE_CONFIG, "workloads": [list(w) for w in WORKLOADS]}  # fmt: skip
-    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-    for e in errors:
-        print(f"error: {e}", file=sys.stderr)
-    print(f"built {len(todo) - len(errors)} of {len(todo)} programs into {folder}")
-    return 1 if errors else 0
+    return finish_build(folder, manifest, len(todo), errors)
 
 
 def torch_side(groups: list[list[int]], layout: str) -> float:

@@ -26,6 +26,17 @@ from kernelpilot.toolchain import tool_version
 
 #: results per thread each kernel computes (8 words of two 16-bit lanes, or 16 floats)
 RESULTS = 16
+#: a two-lane form: each asm statement computes two 16-bit results in one 32-bit word
+_TWO_LANE = """
+__global__ void k(const unsigned* x, unsigned* y) {
+  int i = threadIdx.x;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    unsigned out;
+    asm("OP %0, %1;" : "=r"(out) : "r"(x[i * 8 + j]));
+    y[i * 8 + j] = out;
+  }
+}"""
 FORMS = {
     "exp2f (fp32, -ftz)": """
 __global__ void k(const float* x, float* y) {
@@ -33,26 +44,7 @@ __global__ void k(const float* x, float* y) {
 #pragma unroll
   for (int j = 0; j < 16; ++j) y[i * 16 + j] = exp2f(x[i * 16 + j]);
 }""",
-    "ex2.approx.f16x2": """
-__global__ void k(const unsigned* x, unsigned* y) {
-  int i = threadIdx.x;
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    unsigned out;
-    asm("ex2.approx.f16x2 %0, %1;" : "=r"(out) : "r"(x[i * 8 + j]));
-    y[i * 8 + j] = out;
-  }
-}""",
-    "ex2.approx.ftz.bf16x2": """
-__global__ void k(const unsigned* x, unsigned* y) {
-  int i = threadIdx.x;
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    unsigned out;
-    asm("ex2.approx.ftz.bf16x2 %0, %1;" : "=r"(out) : "r"(x[i * 8 + j]));
-    y[i * 8 + j] = out;
-  }
-}""",
+    **{op: _TWO_LANE.replace("OP", op) for op in ("ex2.approx.f16x2", "ex2.approx.ftz.bf16x2")},
 }
 FLAGS = ("-arch=sm_90a", "-O3", "-ftz=true")
 _MUFU = re.compile(r"\bMUFU\.[A-Z0-9_.]+")
