@@ -57,3 +57,47 @@ def cubin_opcode_counts(cubin: Path) -> dict[str, Counter[str]]:
     if done.returncode != 0:
         raise RuntimeError(f"cuobjdump -sass {cubin} failed: {done.stderr.strip()[-500:]}")
     return opcode_counts(done.stdout)
+
+
+#: one instruction with its address: ``/*3e80*/  @P0 BRA 0x3e80 ;`` -> (0x3e80, "@P0 BRA 0x3e80")
+_ADDRESSED = re.compile(r"/\*([0-9a-f]{4,})\*/\s+([^;]*?)\s*;")
+_BACK_BRANCH = re.compile(r"^(?:@!?U?P[T0-9]+\s+)?BRA\s+(?:`?\(?[^)]*\)?)?0x([0-9a-f]+)")
+_REGISTER = re.compile(r"\b(?:U?R[0-9]+|U?P[0-6]|RZ|URZ|PT|UPT)\b")
+
+
+def functions_sass(sass: str) -> dict[str, str]:
+    """``cuobjdump -sass`` text split per function (mangled name -> its instructions' text)."""
+    marks = list(_FUNCTION.finditer(sass))
+    return {
+        mark.group(1): sass[mark.end() : marks[i + 1].start() if i + 1 < len(marks) else len(sass)]
+        for i, mark in enumerate(marks)
+    }
+
+
+def instructions(function: str) -> list[tuple[int, str]]:
+    """A function's instructions as (address, text without the trailing ``;``), in order."""
+    return [(int(addr, 16), text) for addr, text in _ADDRESSED.findall(function)]
+
+
+def innermost_loop(function: str, opcode: str = "HGMMA") -> list[str]:
+    """The instructions of the smallest backward-branch loop of ``function`` that contains ``opcode``.
+
+    A GEMM mainloop's steady state is the short loop around its MMA instructions: comparing that loop
+    between two kernels tells whether their per-k-block work differs, without a GPU.  Registers are kept
+    (normalize with :func:`shape_of` to compare).  Empty when no loop holds the opcode.
+    """
+    lines = instructions(function)
+    best: list[str] = []
+    for i, (addr, text) in enumerate(lines):
+        back = _BACK_BRANCH.match(text)
+        if not back or int(back.group(1), 16) >= addr:
+            continue
+        body = [t for a, t in lines[: i + 1] if a >= int(back.group(1), 16)]
+        if any(opcode in t for t in body) and (not best or len(body) < len(best)):
+            best = body
+    return best
+
+
+def shape_of(instruction: str) -> str:
+    """An instruction with its registers, predicates and addresses blanked, for comparing code shapes."""
+    return re.sub(r"0x[0-9a-f]+", "#", _REGISTER.sub("r", instruction))
