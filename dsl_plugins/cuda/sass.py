@@ -61,7 +61,7 @@ def cubin_opcode_counts(cubin: Path) -> dict[str, Counter[str]]:
 
 #: one instruction with its address: ``/*3e80*/  @P0 BRA 0x3e80 ;`` -> (0x3e80, "@P0 BRA 0x3e80")
 _ADDRESSED = re.compile(r"/\*([0-9a-f]{4,})\*/\s+([^;]*?)\s*;")
-_BACK_BRANCH = re.compile(r"^(?:@!?U?P[T0-9]+\s+)?BRA\s+(?:`?\(?[^)]*\)?)?0x([0-9a-f]+)")
+_BRANCH = re.compile(r"^(?:@!?U?P[T0-9]+\s+)?BRA(?:\.[A-Z.]+)?\s+0x([0-9a-f]+)$")
 _REGISTER = re.compile(r"\b(?:U?R[0-9]+|U?P[0-6]|RZ|URZ|PT|UPT)\b")
 
 
@@ -89,7 +89,7 @@ def innermost_loop(function: str, opcode: str = "HGMMA") -> list[str]:
     lines = instructions(function)
     best: list[str] = []
     for i, (addr, text) in enumerate(lines):
-        back = _BACK_BRANCH.match(text)
+        back = _BRANCH.match(text)
         if not back or int(back.group(1), 16) >= addr:
             continue
         body = [t for a, t in lines[: i + 1] if a >= int(back.group(1), 16)]
