@@ -20,10 +20,15 @@ this times, in alternating order per round (every program run with its own check
 ``grouped_one`` the cost of the group boundaries; ``torch_groups`` against ``torch_one`` the same for
 cuBLAS.
 
+``--per-variant`` splits ``grouped_one`` and ``dense_one`` into one program run per raster / swizzle variant
+(``grouped_one[M:8]`` ...; ``torch_one`` beside them), to tell a tile-order effect from the kernel's own
+cost; every run's wall-clock span is recorded so that a clock log of the same call (the device script
+samples ``nvidia-smi``) can be matched to it.
+
     # CPU: render and build the programs into DIR
     python benchmarks/grouped_vs_dense_probe.py build --dir .kp-grouped-dense --jobs 2
     # GPU
-    python benchmarks/grouped_vs_dense_probe.py run --dir .kp-grouped-dense --rounds 3 --out F
+    python benchmarks/grouped_vs_dense_probe.py run --dir .kp-grouped-dense --rounds 3 --out F [--per-variant]
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import datetime as dt
 import json
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +132,24 @@ def torch_version() -> str:
     return str(torch.__version__)
 
 
-def run(folder: Path, rounds: int, out: Path) -> int:
+def variant_commands(folder: Path, problem: dict[str, Any], layout: str) -> dict[str, list[str]]:
+    """One command per raster / swizzle variant of ``grouped_one`` and ``dense_one``."""
+    grouped, dense = kernels()["grouped_gemm"], CutlassSm90Gemm()
+    m, n, k = one_group(problem)
+    one = {**problem, "groups": [[m, n, k]]}
+    out = {}
+    for v in GROUPED_VARIANTS:
+        out[f"grouped_one[{v['raster']}:{v['swizzle']}]"] = grouped.run_command(
+            folder / "grouped", one, {"variants": [v]}
+        )[0]
+    for v in DENSE_VARIANTS:
+        out[f"dense_one[{v['raster']}:{v['swizzle']}]"] = dense.run_command(
+            folder / f"dense_{layout}", {"M": m, "N": n, "K": k}, {"variants": [v]}
+        )[0]
+    return out  # fmt: skip
+
+
+def run(folder: Path, rounds: int, out: Path, per_variant: bool = False) -> int:
     manifest = json.loads((folder / MANIFEST).read_text())
     grouped, dense = kernels()["grouped_gemm"], CutlassSm90Gemm()
     probs = problems()
@@ -137,24 +160,29 @@ def run(folder: Path, rounds: int, out: Path) -> int:
         m, n, k = one_group(problem)
         flop = 2.0 * sum(g[0] * g[1] * g[2] for g in problem["groups"])
         one = {**problem, "groups": [[m, n, k]]}
-        commands = {
+        commands = variant_commands(folder, problem, layout) if per_variant else {
             "grouped_groups": grouped.run_command(folder / "grouped", problem, {"variants": GROUPED_VARIANTS})[0],
             "grouped_one": grouped.run_command(folder / "grouped", one, {"variants": GROUPED_VARIANTS})[0],
             "dense_one": dense.run_command(folder / f"dense_{layout}", {"M": m, "N": n, "K": k}, {"variants": DENSE_VARIANTS})[0],
         }  # fmt: skip
-        times: dict[str, list[float]] = {name: [] for name in [*commands, "torch_groups", "torch_one"]}
+        torch_names = ["torch_one"] if per_variant else ["torch_groups", "torch_one"]
+        times: dict[str, list[float]] = {name: [] for name in [*commands, *torch_names]}
+        spans: list[tuple[str, float, float]] = []
         notes: dict[str, Any] = {}
         for r in range(rounds):
             order = list(commands) if r % 2 == 0 else list(reversed(commands))
             for name in order:
+                t0 = time.time()
                 got = run_once(Path(commands[name][0]), commands[name][1:])
+                spans.append((name, t0, time.time()))
                 if got["ok"]:
                     times[name].append(got["ms"])
                     notes[name] = got["runtime"]
                 else:
                     notes[name] = got["why"]
                     failed = True
-            times["torch_groups"].append(torch_side(problem["groups"], layout))
+            if not per_variant:
+                times["torch_groups"].append(torch_side(problem["groups"], layout))
             times["torch_one"].append(torch_side([[m, n, k]], layout))
         med = {name: statistics.median(v) for name, v in times.items() if v}
         row = {
@@ -165,6 +193,7 @@ def run(folder: Path, rounds: int, out: Path) -> int:
             "tflops": {name: flop / (ms * 1e9) for name, ms in med.items()},
             "rounds_ms": times,
             "best_variant_or_failure": notes,
+            "spans_unix_s": [[name, round(a, 3), round(b, 3)] for name, a, b in spans],
         }
         if {"grouped_one", "dense_one", "grouped_groups", "torch_groups", "torch_one"} <= set(med):
             row["ratios"] = {
@@ -181,7 +210,8 @@ def run(folder: Path, rounds: int, out: Path) -> int:
         "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "device": device_name(),
         "versions": {"torch": torch_version(), "nvcc": manifest["nvcc"], "cutlass": manifest["cutlass"]},
-        "command": f"python benchmarks/grouped_vs_dense_probe.py run --dir DIR --rounds {rounds} --out {out.name}",
+        "command": f"python benchmarks/grouped_vs_dense_probe.py run --dir DIR --rounds {rounds} --out {out.name}"
+        + (" --per-variant" if per_variant else ""),
         "configs": {"grouped": manifest["grouped_config"], "dense": manifest["dense_config"]},
         "rows": rows,
     }
@@ -200,6 +230,11 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--dir", required=True)
     r.add_argument("--rounds", type=int, default=3)
     r.add_argument("--out", required=True)
+    r.add_argument(
+        "--per-variant",
+        action="store_true",
+        help="one run per raster / swizzle variant of the one-group programs",
+    )
     args = ap.parse_args(argv)
     folder = Path(args.dir)
     if args.mode == "build":
@@ -210,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 1:
         print("error: --rounds must be at least 1", file=sys.stderr)
         return 2
-    return run(folder, args.rounds, Path(args.out))
+    return run(folder, args.rounds, Path(args.out), args.per_variant)
 
 
 if __name__ == "__main__":

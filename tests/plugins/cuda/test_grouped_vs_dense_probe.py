@@ -110,3 +110,31 @@ def test_run_without_a_built_folder_exits_2(tmp_path, capsys) -> None:
     out = tmp_path / "out.json"
     assert probe.main(["run", "--dir", str(tmp_path / "nothing"), "--out", str(out)]) == 2
     assert "build mode first" in capsys.readouterr().err and not out.exists()
+
+
+def test_per_variant_runs_each_variant_of_the_one_group_programs_alone(tmp_path, monkeypatch) -> None:
+    probe = _probe()
+    torch_calls: list[int] = []
+    monkeypatch.setattr(probe, "torch_side", lambda groups, layout: torch_calls.append(len(groups)) or 1.6)
+    monkeypatch.setattr(probe, "torch_version", lambda: "2.x")
+    folder = _folder(tmp_path, probe)
+    out = tmp_path / "record.json"
+    assert probe.run(folder, 1, out, per_variant=True) == 0
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert len(calls) == len(probe.GROUPED_VARIANTS) + len(probe.DENSE_VARIANTS)
+    # one variant per run, each its own; no run over the workload's groups, no torch.mm loop
+    for call in calls:
+        assert (
+            sum(a.startswith("--variants=") for a in call.split()) == 1
+            and "," not in call.split("--variants=")[1]
+        )
+        assert call.count("x") <= 2 or call.startswith("dense_rc")
+    assert {c.split("--variants=")[1].split()[0] for c in calls if c.startswith("grouped")} == {
+        "M:1", "N:1", "M:8", "N:8"
+    }  # fmt: skip
+    assert torch_calls == [1]
+    row = json.loads(out.read_text())["rows"][0]
+    assert row["median_ms"]["grouped_one[N:8]"] == 1.8 and row["median_ms"]["dense_one[M:1]"] == 1.5
+    assert "torch_groups" not in row["median_ms"] and "ratios" not in row
+    spans = row["spans_unix_s"]
+    assert [s[0] for s in spans] == list(row["rounds_ms"])[:-1] and all(a <= b for _, a, b in spans)
