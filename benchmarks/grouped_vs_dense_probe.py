@@ -20,6 +20,11 @@ this times, in alternating order per round (every program run with its own check
 ``grouped_one`` the cost of the group boundaries; ``torch_groups`` against ``torch_one`` the same for
 cuBLAS.
 
+``build`` also makes ``grouped_swz``: the grouped program with the group tile scheduler of
+``cpp_templates/cuda/swizzled_group_scheduler_sm90.hpp``, a copy of CUTLASS's whose swizzle takes effect
+(CUTLASS 4.2's ignores ``max_swizzle_size``).  ``--per-variant`` then also times it per variant, on one
+group and over the groups, beside the stock grouped kernel over the groups and the ``torch.mm`` loop.
+
 ``--per-variant`` splits ``grouped_one`` and ``dense_one`` into one program run per raster / swizzle variant
 (``grouped_one[M:8]`` ...; ``torch_one`` beside them), to tell a tile-order effect from the kernel's own
 cost; every run's wall-clock span is recorded so that a clock log of the same call (the device script
@@ -50,6 +55,32 @@ from kernelpilot.errors import ToolMissingError
 from kernelpilot.toolchain import tool_version
 
 MANIFEST = "manifest.json"
+#: the CUTLASS include after which the swizzled scheduler and its selector go in the grouped source
+_SCHEDULER_ANCHOR = '#include "cutlass/gemm/kernel/gemm_universal.hpp"\n'
+#: the kernel picks its tile scheduler through TileSchedulerSelector: this specialization, more specialized
+#: than CUTLASS's for GroupScheduler in the problem shape, hands the grouped programs' kernels the copy
+_SELECTOR = """
+namespace cutlass::gemm::kernel::detail {
+template <class TileShape, class ClusterShape, uint32_t Stages>
+struct TileSchedulerSelector<GroupScheduler, arch::Sm90, TileShape, ClusterShape, Stages,
+                             cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>> {
+  using Scheduler =
+      SwizzledTileSchedulerSm90Group<cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>, Stages>;
+};
+}  // namespace cutlass::gemm::kernel::detail
+"""
+
+
+def with_swizzled_scheduler(source: str) -> str:
+    """The grouped program's source with the group tile scheduler whose swizzle takes effect."""
+    from importlib.resources import files
+
+    header = (files("kernelpilot.cpp_templates") / "cuda" / "swizzled_group_scheduler_sm90.hpp").read_text()
+    if source.count(_SCHEDULER_ANCHOR) != 1:
+        raise ValueError(f"the grouped source has no single {_SCHEDULER_ANCHOR.strip()!r}")
+    return source.replace(_SCHEDULER_ANCHOR, _SCHEDULER_ANCHOR + header + _SELECTOR)
+
+
 #: (kind, workload): three of the four workloads of few large GEMMs the torch.mm loop wins (Mixtral's
 #: experts as a grouped problem of the same groups), all with B an nn.Linear weight (layout rc); and the tile
 #: both kernels run: 128x256x64 cooperative, cluster 1x1 (the unswapped grouped winner of those rows and
@@ -99,8 +130,12 @@ def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
         f"dense_{layout}": (dense.render(DENSE_CONFIG, {"M": 1, "N": 8, "K": 8, "layout": layout}, "sm90"), d_recipe),
     }  # fmt: skip
     todo = []
+    texts = {}
     for program, (rendered, recipe) in sources.items():
         ((_, text),) = rendered.sources.items()
+        texts[program] = (text, recipe)
+    texts["grouped_swz"] = (with_swizzled_scheduler(texts["grouped"][0]), g_recipe)
+    for program, (text, recipe) in texts.items():
         (folder / f"{program}.cu").write_text(text)
         if not (folder / program).exists():
             todo.append((folder / f"{program}.cu", tuple(recipe.flags), folder / program))
@@ -146,7 +181,17 @@ def variant_commands(folder: Path, problem: dict[str, Any], layout: str) -> dict
         out[f"dense_one[{v['raster']}:{v['swizzle']}]"] = dense.run_command(
             folder / f"dense_{layout}", {"M": m, "N": n, "K": k}, {"variants": [v]}
         )[0]
-    return out  # fmt: skip
+    if (folder / "grouped_swz").exists():
+        for v in GROUPED_VARIANTS:
+            tag = f"[{v['raster']}:{v['swizzle']}]"
+            out["swz_one" + tag] = grouped.run_command(folder / "grouped_swz", one, {"variants": [v]})[0]
+            out["swz_groups" + tag] = grouped.run_command(folder / "grouped_swz", problem, {"variants": [v]})[
+                0
+            ]
+            out["grouped_groups" + tag] = grouped.run_command(folder / "grouped", problem, {"variants": [v]})[
+                0
+            ]
+    return out
 
 
 def run(folder: Path, rounds: int, out: Path, per_variant: bool = False) -> int:
@@ -165,7 +210,8 @@ def run(folder: Path, rounds: int, out: Path, per_variant: bool = False) -> int:
             "grouped_one": grouped.run_command(folder / "grouped", one, {"variants": GROUPED_VARIANTS})[0],
             "dense_one": dense.run_command(folder / f"dense_{layout}", {"M": m, "N": n, "K": k}, {"variants": DENSE_VARIANTS})[0],
         }  # fmt: skip
-        torch_names = ["torch_one"] if per_variant else ["torch_groups", "torch_one"]
+        swz = per_variant and (folder / "grouped_swz").exists()
+        torch_names = ["torch_one"] if per_variant and not swz else ["torch_groups", "torch_one"]
         times: dict[str, list[float]] = {name: [] for name in [*commands, *torch_names]}
         spans: list[tuple[str, float, float]] = []
         notes: dict[str, Any] = {}
@@ -181,7 +227,7 @@ def run(folder: Path, rounds: int, out: Path, per_variant: bool = False) -> int:
                 else:
                     notes[name] = got["why"]
                     failed = True
-            if not per_variant:
+            if "torch_groups" in times:
                 times["torch_groups"].append(torch_side(problem["groups"], layout))
             times["torch_one"].append(torch_side([[m, n, k]], layout))
         med = {name: statistics.median(v) for name, v in times.items() if v}

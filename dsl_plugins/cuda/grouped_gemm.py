@@ -489,9 +489,14 @@ class GroupedGemmKernel(TileKernelBase):
 
     def runtime_variants(self, config: Any, problem: dict[str, Any]) -> list[dict[str, Any]]:
         # The group scheduler has no raster heuristic ("largest dimension can change per group"):
-        # both orders are worth one run each; swizzle only matters with many tiles per group.
+        # both orders are worth one run each.  Swizzle only matters with many tiles per group, and only
+        # the per-group launch (the dense kernel's scheduler) applies it: CUTLASS 4.2's group scheduler
+        # linearizes every group's tiles into a (tiles, 1, 1) grid before choosing its swizzle
+        # (sm90_tile_scheduler_group.hpp get_tiled_cta_shape_mnl), so get_log_swizzle_size sees a
+        # dimension of 1 and always picks none: a ptr-array swizzle variant would rerun swizzle 1.
         variants: list[dict[str, Any]] = [{"raster": "M", "swizzle": 1}, {"raster": "N", "swizzle": 1}]
-        if max(g[0] for g in problem["groups"]) >= 1024:
+        per_group = config is not None and config_dict(config).get("launch") == "per_group"
+        if per_group and max(g[0] for g in problem["groups"]) >= 1024:
             variants += [
                 {"raster": "M", "swizzle": 4},
                 {"raster": "N", "swizzle": 4},

@@ -83,8 +83,13 @@ def test_run_command_passes_groups_and_variants_and_knobs():
     assert groups_arg([[1, 8, 8]]) == "--groups=1x8x8"
     small = G.runtime_variants({}, p)
     assert {v["raster"] for v in small} == {"M", "N"} and all(v["swizzle"] == 1 for v in small)
-    big = G.runtime_variants({}, G.validate_problem({"groups": [[4096, 64, 64]]}, "bf16", "w"))
-    assert {4} <= {v["swizzle"] for v in big}
+    big = G.validate_problem({"groups": [[4096, 64, 64]]}, "bf16", "w")
+    # the ptr-array kernel's group scheduler never swizzles (CUTLASS 4.2): only raster variants for it
+    assert {v["swizzle"] for v in G.runtime_variants({}, big)} == {1}
+    assert {v["swizzle"] for v in G.runtime_variants({"launch": "grouped"}, big)} == {1}
+    # the per-group launch runs the dense kernel, whose scheduler applies the swizzle
+    assert {4, 8} <= {v["swizzle"] for v in G.runtime_variants({"launch": "per_group"}, big)}
+    assert {v["swizzle"] for v in G.runtime_variants({"launch": "per_group"}, p)} == {1}
 
 
 # ----------------------------------------------------------------------------- MoE

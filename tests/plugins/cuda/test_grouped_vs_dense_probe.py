@@ -10,6 +10,8 @@ import stat
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -138,3 +140,19 @@ def test_per_variant_runs_each_variant_of_the_one_group_programs_alone(tmp_path,
     assert "torch_groups" not in row["median_ms"] and "ratios" not in row
     spans = row["spans_unix_s"]
     assert [s[0] for s in spans] == list(row["rounds_ms"])[:-1] and all(a <= b for _, a, b in spans)
+
+
+def test_the_swizzled_scheduler_goes_in_once_after_cutlass_and_hands_the_kernel_its_copy() -> None:
+    probe = _probe()
+    source = '#include "cutlass/cutlass.h"\n' + probe._SCHEDULER_ANCHOR + "using GemmKernel = int;\n"
+    out = probe.with_swizzled_scheduler(source)
+    header_at = out.index("class SwizzledTileSchedulerSm90Group")
+    selector_at = out.index("using Scheduler =\n      SwizzledTileSchedulerSm90Group")
+    assert out.index(probe._SCHEDULER_ANCHOR) < header_at < selector_at < out.index("using GemmKernel")
+    assert out.count("class SwizzledTileSchedulerSm90Group") == 1
+    # the copy's changes are there: the swizzle from the arguments, no swizzle padding, ragged strips
+    assert "params.log_swizzle_size_ = log_swizzle;" in out
+    assert "(1 << log_swizzle_size) * cluster_shape" not in out
+    assert "cute::min(swizzle, curr_group_cluster_blk_minor - first_minor)" in out
+    with pytest.raises(ValueError, match="no single"):
+        probe.with_swizzled_scheduler("int main() {}\n")
