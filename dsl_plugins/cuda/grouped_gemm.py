@@ -504,6 +504,17 @@ class GroupedGemmKernel(TileKernelBase):
             ]
         return variants
 
+    def variant_from_runtime(self, runtime: dict[str, Any]) -> dict[str, Any] | None:
+        """The raster / swizzle a program reported, as a variant, or None when it reported none it takes.
+
+        Read from the record rather than matched against :meth:`runtime_variants`: a run stored before
+        that list changed (ptr-array swizzle variants, dropped as no-ops) is re-run with the knobs it
+        was timed with."""
+        raster, swizzle = runtime.get("raster"), runtime.get("swizzle")
+        if raster in ("M", "N") and swizzle in (1, 2, 4, 8):
+            return {"raster": raster, "swizzle": int(swizzle)}
+        return None
+
     def vendor_baseline(self, problem: dict[str, Any], target: str, bench_args: dict[str, Any]) -> Any:
         """The best of torch._grouped_mm and a torch.mm loop (see :mod:`kernelpilot.dsl_plugins.cuda.vendor_worker`)."""
         from kernelpilot.dsl_plugins.cuda.vendor_baseline import vendor_plan

@@ -90,6 +90,13 @@ def test_run_command_passes_groups_and_variants_and_knobs():
     # the per-group launch runs the dense kernel, whose scheduler applies the swizzle
     assert {4, 8} <= {v["swizzle"] for v in G.runtime_variants({"launch": "per_group"}, big)}
     assert {v["swizzle"] for v in G.runtime_variants({"launch": "per_group"}, p)} == {1}
+    # a stored run is re-run with the knobs it reported, offered today or not
+    assert G.variant_from_runtime({"raster": "M", "swizzle": 8, "buffers": 1}) == {
+        "raster": "M",
+        "swizzle": 8,
+    }
+    assert G.variant_from_runtime({"raster": "H", "swizzle": 1}) is None
+    assert G.variant_from_runtime({}) is None
 
 
 # ----------------------------------------------------------------------------- MoE
