@@ -167,9 +167,12 @@ def torch_version() -> str:
     return str(torch.__version__)
 
 
-def variant_commands(folder: Path, problem: dict[str, Any], layout: str) -> dict[str, list[str]]:
-    """One command per raster / swizzle variant of ``grouped_one`` and ``dense_one``."""
-    grouped, dense = kernels()["grouped_gemm"], CutlassSm90Gemm()
+def variant_commands(
+    folder: Path, problem: dict[str, Any], layout: str, grouped: Any, dense: CutlassSm90Gemm
+) -> dict[str, list[str]]:
+    """One command per raster / swizzle variant of ``grouped_one`` and ``dense_one`` (and, with the
+    ``grouped_swz`` build, of both grouped programs over the groups); ``grouped`` and ``dense`` are the
+    caller's kernel objects, whose ``run_command`` writes each program's command line."""
     m, n, k = one_group(problem)
     one = {**problem, "groups": [[m, n, k]]}
     out = {}
@@ -205,7 +208,7 @@ def run(folder: Path, rounds: int, out: Path, per_variant: bool = False) -> int:
         m, n, k = one_group(problem)
         flop = 2.0 * sum(g[0] * g[1] * g[2] for g in problem["groups"])
         one = {**problem, "groups": [[m, n, k]]}
-        commands = variant_commands(folder, problem, layout) if per_variant else {
+        commands = variant_commands(folder, problem, layout, grouped, dense) if per_variant else {
             "grouped_groups": grouped.run_command(folder / "grouped", problem, {"variants": GROUPED_VARIANTS})[0],
             "grouped_one": grouped.run_command(folder / "grouped", one, {"variants": GROUPED_VARIANTS})[0],
             "dense_one": dense.run_command(folder / f"dense_{layout}", {"M": m, "N": n, "K": k}, {"variants": DENSE_VARIANTS})[0],

@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import REPO, run_cli
 from tests.export.test_export_build import _c10_cuda_stub, _cuda_include
+from tests.support.benchmark_scripts import load_benchmark_script
 
 RUN = REPO / "benchmarks" / "results" / "confirm_h200_run_kinds.json"
 CUTLASS = REPO / ".deps" / "cutlass"
@@ -598,14 +599,7 @@ def test_grouped_ops_zero_the_tail_on_cpu(tmp_path):
 
 
 def _kinds_driver():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "export_kinds_h200", REPO / "benchmarks" / "export_kinds_h200.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark_script("export_kinds_h200")
 
 
 def test_h200_kinds_check_catches_unwritten_rows_and_strided_results():

@@ -10,6 +10,7 @@ import sys
 import yaml
 
 from tests.support import REPO
+from tests.support.benchmark_scripts import load_benchmark_script
 
 
 def test_plan_only_writes_the_batches_and_counts_the_programs(tmp_path):
@@ -107,13 +108,10 @@ def test_space_option_filters_the_grouped_kinds_only(tmp_path):
 def test_store_copy_keeps_the_results_a_stopped_tune_left_in_the_wal(tmp_path):
     """A tune stopped by the deadline leaves its last results in the store's -wal file; the copy the
     driver hands back (for --resume) must hold them, which a copy of the database file alone does not."""
-    import importlib.util
     import shutil
     import sqlite3
 
-    spec = importlib.util.spec_from_file_location("confirm_h200", REPO / "benchmarks" / "confirm_h200.py")
-    driver = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(driver)
+    driver = load_benchmark_script("confirm_h200")
     store = tmp_path / "moe_gemm.sqlite"
     writer = sqlite3.connect(store)
     writer.execute("PRAGMA journal_mode=WAL")

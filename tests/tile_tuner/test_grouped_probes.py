@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+
+from tests.support.benchmark_scripts import load_benchmark_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_probe(name: str = "vendor_kernels_probe"):
-    path = ROOT / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark_script(name)
 
 
 RUN_KINDS = {

@@ -3,7 +3,6 @@ programs' JSON line): alternating order, medians and speedup, a failing case tha
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import stat
@@ -12,18 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.benchmark_scripts import load_benchmark_script
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def _driver(script: str = "fmha_ftz_ab"):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location(script, ROOT / "benchmarks" / f"{script}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    return module
+    return load_benchmark_script(script)
 
 
 def _program(path: Path, log: Path, times: list[float], status: str = "ok", passed: bool = True) -> None:

@@ -4,7 +4,6 @@ medians and the ratios that split the gap; a program that fails its checks is re
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import stat
 import sys
@@ -12,20 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.benchmark_scripts import load_benchmark_script
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def _probe():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "grouped_vs_dense_probe", ROOT / "benchmarks" / "grouped_vs_dense_probe.py"
-        )
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    return module
+    return load_benchmark_script("grouped_vs_dense_probe")
 
 
 def _program(path: Path, log: Path, rule: str, passed: bool = True) -> None:

@@ -4,10 +4,10 @@ compared, and what the record says differs between two kernels."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from kernelpilot.dsl_plugins.cuda.sass import functions_sass, innermost_loop, instructions, shape_of
+from tests.support.benchmark_scripts import load_benchmark_script
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -59,12 +59,7 @@ def test_shape_of_blanks_registers_predicates_and_constants():
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location(
-        "loops_sass", ROOT / "benchmarks" / "grouped_dense_loops_sass.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark_script("grouped_dense_loops_sass")
 
 
 def test_the_record_names_what_one_kernels_loops_have_that_the_others_lack():
