@@ -88,7 +88,8 @@ def test_run_command_passes_groups_and_variants_and_knobs():
     assert {v["swizzle"] for v in G.runtime_variants({}, big)} == {1}
     assert {v["swizzle"] for v in G.runtime_variants({"launch": "grouped"}, big)} == {1}
     # the per-group launch runs the dense kernel, whose scheduler applies the swizzle
-    assert {4, 8} <= {v["swizzle"] for v in G.runtime_variants({"launch": "per_group"}, big)}
+    per_group = {(v["raster"], v["swizzle"]) for v in G.runtime_variants({"launch": "per_group"}, big)}
+    assert {(r, s) for r in "MN" for s in (4, 8)} <= per_group
     assert {v["swizzle"] for v in G.runtime_variants({"launch": "per_group"}, p)} == {1}
     # a stored run is re-run with the knobs it reported, offered today or not
     assert G.variant_from_runtime({"raster": "M", "swizzle": 8, "buffers": 1}) == {
