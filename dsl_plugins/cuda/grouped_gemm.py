@@ -49,6 +49,9 @@ MAX_DIM = 1 << 20
 #: how a config runs its groups (the sm90 model's ``launch``): one ptr-array grouped kernel, or the dense
 #: kernel launched once per group
 LAUNCHES = ("grouped", "per_group")
+#: streams a per-group launch spreads its groups over (round robin): 2 lets one group's last wave
+#: overlap the next group's first tiles
+GROUP_STREAMS = (1, 2)
 # schedule -> (kernel schedule, matching TMA epilogue).  A ping-pong mainloop with the cooperative
 # epilogue compiles and gives wrong results (docs/reference/sm90_h200_measurements.md): the pairing is fixed here.
 SCHEDULES = {
@@ -150,6 +153,13 @@ def normalize_gemm_config(config: Any) -> dict[str, Any]:
     }
     if launch == "per_group":  # written only then: grouped configs keep their rendered source and keys
         out.update(launch=launch, tile_scheduler=tile_scheduler)
+    streams = c.get("streams", 1)
+    if isinstance(streams, bool) or not isinstance(streams, int) or streams not in GROUP_STREAMS:
+        raise ValueError(f"streams {streams!r} unknown; allowed: {list(GROUP_STREAMS)}")
+    if streams != 1:
+        if launch != "per_group":
+            raise ValueError("streams > 1 needs launch: per_group (the grouped launch is one kernel)")
+        out["streams"] = streams  # likewise written only when set
     swap_ab = c.get("swap_ab", False)
     if not isinstance(swap_ab, bool):
         raise ValueError(f"swap_ab must be true or false, got {swap_ab!r}")
@@ -179,6 +189,7 @@ def config_label(cfg: dict[str, Any]) -> str:
     pg = ""
     if cfg.get("launch") == "per_group":
         pg = "_pergroup" + ("_streamk" if cfg.get("tile_scheduler") == "streamk" else "")
+        pg += f"_{cfg['streams']}streams" if cfg.get("streams", 1) > 1 else ""
     swap = "_swap" if cfg.get("swap_ab") else ""
     if cfg.get("extra_tile_n"):
         swap += "_n" + "+".join(str(w) for w in cfg["extra_tile_n"])
@@ -440,6 +451,7 @@ def render_grouped_program(kind: str, cfg: dict[str, Any], dtype: str) -> Render
             config_json=c_string(json.dumps(public, separators=(",", ":"))),
             rtol=RTOL[dtype],
             per_group=per_group,
+            streams=cfg.get("streams", 1),
             **context,
         )
     )

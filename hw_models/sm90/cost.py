@@ -74,6 +74,16 @@ def sm90_active_ctas(cores: int, cluster_size: int) -> int:
 
 
 def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) -> float:
+    if cfg.launch == "per_group" and cfg.kernel in PTR_ARRAY_KERNELS and cfg.streams > 1:
+        # one dense launch per group over several streams: a group's last partial wave shares the SMs
+        # with the next group's first tiles, so the tiles of all groups fill waves together, as one grid
+        # over them would (the grouped estimate of the same tile less the ptr-array launch's ramp; with
+        # the nosmem epilogue it keeps the grouped kernel's factor, an over-estimate), and every launch
+        # pays its own launch cost
+        groups = [[m, n, k] for m, n, k in gemm_problems(problem, cfg.kernel) if m > 0]
+        shared = cfg.model_copy(update={"kernel": "grouped_gemm", "launch": "grouped", "streams": 1})
+        one_grid = sm90_time_s(shared, {"groups": groups, "dtype": problem.get("dtype")}, device)
+        return one_grid - SM90_PTR_ARRAY_RAMP_S + (len(groups) - 1) * SM90_KERNEL_LAUNCH_S
     if cfg.launch == "per_group" and cfg.kernel in PTR_ARRAY_KERNELS:
         # one dense launch per group, back to back on one stream: the sum of the dense estimates
         dense = cfg.model_copy(update={"kernel": "gemm", "launch": "grouped"})

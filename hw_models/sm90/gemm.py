@@ -64,12 +64,17 @@ FIELDS = (
     "swap_ab",
     "launch",
     "extra_tile_n",
+    "streams",
 )
 #: how a grouped / MoE config runs its groups: ``grouped`` = one ptr-array grouped GEMM over all groups
 #: (examples/57_hopper_grouped_gemm); ``per_group`` = the dense sm90 GEMM kernel of the config launched
 #: once per group on one stream (what a ``torch.mm`` loop does with cuBLAS), which brings the dense
 #: kernel's stream-K scheduler and its efficiency on large GEMMs to few large groups
 LAUNCHES = ("grouped", "per_group")
+#: streams a per-group launch spreads its groups over, round robin: with 2, a group's last partial wave
+#: shares the SMs with the next group's first tiles (the groups are independent), which one stream (a
+#: ``torch.mm`` loop) leaves idle
+GROUP_STREAMS = (1, 2)
 #: per-group launches: the dense kernel's tiles and schedules the per-group family enumerates (the dense
 #: GEMM's level-1 tiles at 128+ rows, where its recorded H200 runs reached cuBLAS on large shapes, and the
 #: 192-wide tiles: 256x192 cooperative and 128x192 ping-pong hold the most accumulators ptxas keeps in
@@ -184,6 +189,8 @@ class Sm90GemmConfig(TileConfig):
     swap_ab: bool = False
     #: grouped / MoE only: ``grouped`` (one ptr-array kernel) or ``per_group`` (one dense launch per group)
     launch: str = "grouped"
+    #: per-group launch only: streams its groups run on, round robin (:data:`GROUP_STREAMS`)
+    streams: int = 1
     #: swap-AB grouped only: further token-side widths; each group runs with whichever of ``tile[1]`` and
     #: these pads its tokens least (:func:`width_for_tokens`), one ptr-array launch per width
     extra_tile_n: tuple[int, ...] = ()
@@ -215,6 +222,8 @@ class Sm90GemmConfig(TileConfig):
             d["launch"] = self.launch
         if self.extra_tile_n:  # likewise
             d["extra_tile_n"] = list(self.extra_tile_n)
+        if self.streams != 1:  # likewise
+            d["streams"] = self.streams
         return d
 
     def label(self) -> str:
@@ -236,6 +245,8 @@ class Sm90GemmConfig(TileConfig):
             parts.append("n" + "+".join(str(w) for w in self.extra_tile_n))
         if self.launch == "per_group":
             parts.append("pergroup")
+        if self.streams != 1:
+            parts.append(f"{self.streams}streams")
         return "_".join(parts)
 
     # -- derived quantities ------------------------------------------------------------------------

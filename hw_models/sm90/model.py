@@ -34,6 +34,7 @@ from kernelpilot.hw_models.sm90.gemm import (
     EPILOGUES,
     FA_KERNELS,
     FIELDS,
+    GROUP_STREAMS,
     KERNELS,
     LAUNCHES,
     MAX_ACC_REGISTERS,
@@ -91,6 +92,12 @@ class Sm90Model(TargetModel):
         tile_scheduler = choice(
             raw.get("tile_scheduler", "persistent"), TILE_SCHEDULERS, where, "tile_scheduler"
         )
+        streams = int_value(raw.get("streams", 1), where, "streams", minimum=1)
+        if streams not in GROUP_STREAMS:
+            raise InputError(
+                f"{where}: streams {streams} is not one of: {', '.join(map(str, GROUP_STREAMS))}",
+                field="streams",
+            )
         return Sm90GemmConfig(
             kernel=kernel,
             dtype=dtype,
@@ -102,6 +109,7 @@ class Sm90Model(TargetModel):
             tile_scheduler=tile_scheduler,
             swap_ab=bool_value(raw.get("swap_ab", False), where, "swap_ab"),
             launch=choice(raw.get("launch", "grouped"), LAUNCHES, where, "launch"),
+            streams=streams,
             extra_tile_n=int_tuple(
                 raw.get("extra_tile_n", []), where, "extra_tile_n", tuple(range(MAX_TOKEN_WIDTHS))
             ),
@@ -227,6 +235,17 @@ class Sm90Model(TargetModel):
                 cfg.kernel in PTR_ARRAY_KERNELS,
                 "sm90.launch",
                 f"launch=per_group runs the groups of a grouped_gemm / moe_gemm problem; {cfg.kernel} has none",
+            )
+        if cfg.streams not in GROUP_STREAMS:
+            out.fail("sm90.streams", f"streams={cfg.streams}; allowed: {list(GROUP_STREAMS)}")
+        elif cfg.streams != 1:
+            # the grouped launch is one kernel, a dense GEMM one problem: only per-group launches have
+            # several launches to spread over streams
+            out.require(
+                cfg.launch == "per_group" and cfg.kernel in PTR_ARRAY_KERNELS,
+                "sm90.streams",
+                f"streams={cfg.streams} spreads a per-group launch's groups over streams; "
+                f"{cfg.kernel} with launch={cfg.launch} has one launch",
             )
         if cfg.tile_scheduler == "streamk":
             if cfg.ptr_array:
@@ -394,6 +413,15 @@ class Sm90Model(TargetModel):
                 )
                 if self.check(cfg, problem).valid:
                     yield cfg
+                    # its twin on two streams, where there are groups to overlap
+                    if (
+                        launch == "per_group"
+                        and problem is not None
+                        and len(gemm_problems(problem, kernel)) > 1
+                    ):
+                        twin = cfg.model_copy(update={"streams": 2})
+                        if self.check(twin, problem).valid:
+                            yield twin
                 # the swap-AB grouped family's mixed-width twins, once per (tile M, schedule, cluster)
                 if swap_ab and kernel in PTR_ARRAY_KERNELS and tn == tile_ns[0]:
                     yield from mixed_twins(cfg, problem, self.check, self.estimate_time_s)
@@ -450,7 +478,8 @@ class Sm90Model(TargetModel):
                 # kinds_default_h200_attention_call.json)
                 cands += [{"launch": "per_group", "tile_scheduler": ts} for ts in ("streamk", "persistent")]
             else:
-                cands.append({"launch": "grouped", "tile_scheduler": "persistent"})
+                cands.append({"launch": "grouped", "tile_scheduler": "persistent", "streams": 1})
+                cands.append({"streams": 2 if cfg.streams == 1 else 1})  # the same launch on other streams
         copies: list[Sm90GemmConfig] = []
         for change in cands:
             if any(isinstance(v, tuple) and min(v) < 1 for v in change.values()):

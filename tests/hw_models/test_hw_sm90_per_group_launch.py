@@ -106,7 +106,8 @@ def test_program_runs_the_dense_kernel_once_per_group():
     launch = src[src.index("static void launch(Runner& r)") :]
     launch = launch[: launch.index("\n}\n")]
     assert "for (size_t j = 0; j < r.gemms.size(); ++j)" in launch
-    assert "GemmKernel::initialize_workspace" in launch and "r.gemms[j].run()" in launch
+    assert "GemmKernel::initialize_workspace" in launch and "r.gemms[j].run(stream)" in launch
+    assert "constexpr int kGroupStreams = 1;" in src  # one stream unless the config asks for more
     grouped = next(iter(kernel.render(cfg(), problem, "sm90").sources.values()))
     assert "KernelPtrArrayTmaWarpSpecializedCooperative" in grouped and "launch=per_group" not in grouped
 
