@@ -26,6 +26,7 @@ class InputError(KernelpilotError):
     def __init__(self, message: str, *, file: str | None = None, field: str | None = None) -> None:
         self.file = file
         self.field = field
+        self.message = message  # without the place, for callers that name the place more precisely
         where = ", ".join(p for p in (f"file {file}" if file else "", f"field {field}" if field else "") if p)
         super().__init__(f"{where}: {message}" if where else message)
 

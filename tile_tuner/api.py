@@ -104,7 +104,14 @@ def run_batch(
         for w in g.workloads:
             problem = g.kernel.validate_problem(w.dims, w.dtype, w.source or w.name)
             space = SearchSpace(
-                g.model, w.kernel, problem["dtype"], problem, device, w.space_filter, options.streamk_twins
+                g.model,
+                w.kernel,
+                problem["dtype"],
+                problem,
+                device,
+                w.space_filter,
+                options.streamk_twins,
+                source=w.source or w.name,
             )
             if len(space) == 0:
                 raise InputError(

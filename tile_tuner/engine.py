@@ -92,6 +92,7 @@ class TuneEngine:
             self.device,
             w.space_filter,
             self.options.streamk_twins,
+            source=w.source or w.name,
         )
         options = {**self.proposer_options, **w.proposer_options}  # the workload's win
         proposer = make_proposer(w.proposer, space, w.seed, device=self.device, **options)

@@ -29,7 +29,14 @@ def dry_run(groups: list[Any], options: Any, device: Any) -> dict[str, Any]:
         for w in g.workloads:
             problem = g.kernel.validate_problem(w.dims, w.dtype, w.source or w.name)
             space = SearchSpace(
-                g.model, w.kernel, problem["dtype"], problem, device, w.space_filter, options.streamk_twins
+                g.model,
+                w.kernel,
+                problem["dtype"],
+                problem,
+                device,
+                w.space_filter,
+                options.streamk_twins,
+                source=w.source or w.name,
             )
             default = space.default()
             history = History()

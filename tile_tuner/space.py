@@ -66,6 +66,31 @@ def matches_filter(
     return True
 
 
+def filter_value(config: Any, name: str, axes: Sequence[SearchAxis] = ()) -> Any:
+    """The value a space filter's field ``name`` compares for ``config`` (a split extent or a field)."""
+    if name in part_names(axes):
+        return _norm(axis_values(config, axes)[name][1])
+    return _norm(config_fields(config).get(name))
+
+
+def empty_filter_message(
+    space_filter: dict[str, list[Any]], legal: Sequence[Any], axes: Sequence[SearchAxis] = ()
+) -> str:
+    """Why a filter left no config: per field, the values the workload's legal space holds, so a typo
+    (``schedule: [pingping]``) or a value no config of this problem can take (``streams: [3]``) reads
+    as what to write instead."""
+    lines = []
+    for name, allowed in space_filter.items():
+        seen: list[Any] = []
+        for cfg in legal:
+            value = filter_value(cfg, name, axes)
+            if value not in seen:
+                seen.append(value)
+        shown = ", ".join(json.dumps(v) for v in sorted(seen, key=json.dumps))
+        lines.append(f"{name}: {json.dumps(_norm(allowed))} (legal here: {shown})")
+    return "the space filter leaves no legal config of this workload; " + "; ".join(lines)
+
+
 @dataclass
 class SearchSpace:
     """Legal configs of one workload (after the filter), with model estimates."""
@@ -77,6 +102,8 @@ class SearchSpace:
     device: Any = None
     space_filter: dict[str, list[Any]] | None = None
     streamk_twins: bool = True
+    #: where the workload comes from (``file: workload 'name' (workloads[i])``), named in filter errors
+    source: str = ""
     configs: list[Any] = field(default_factory=list)
     by_key: dict[str, Any] = field(default_factory=dict)
     _estimates: dict[str, float] = field(default_factory=dict)
@@ -87,14 +114,30 @@ class SearchSpace:
 
     def __post_init__(self) -> None:
         seen: dict[str, Any] = {}
+        legal: list[Any] = []
         axes = self.model.search_axes(self.kernel)
         for cfg in self.model.enumerate(self.kernel, self.dtype, self.problem):
             cfg = self._twin(cfg)
-            if not matches_filter(cfg, self.space_filter, axes):
-                continue
+            legal.append(cfg)
+            try:
+                if not matches_filter(cfg, self.space_filter, axes):
+                    continue
+            except InputError as exc:
+                raise self._located(exc) from None
             seen.setdefault(config_key(cfg), cfg)
+        if self.space_filter and legal and not seen:
+            # a filter that keeps nothing would tune the default alone: the user asked for something else
+            raise self._located(
+                InputError(empty_filter_message(self.space_filter, legal, axes), field="space")
+            )
         self.by_key = seen
         self.configs = list(seen.values())
+
+    def _located(self, exc: InputError) -> InputError:
+        """``exc`` with the workload's source in front of its field, as the batch loader names fields."""
+        if not self.source:
+            return exc
+        return InputError(exc.message, file=exc.file, field=f"{self.source}.{exc.field or 'space'}")
 
     def _twin(self, cfg: Any) -> Any:
         if not self.streamk_twins or not hasattr(cfg, "model_copy"):

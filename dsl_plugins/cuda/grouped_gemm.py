@@ -27,6 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from kernelpilot.errors import InputError, ToolMissingError
+
+# how a config runs its groups and the streams a per-group launch uses: the sm90 model's values, so the
+# program side accepts exactly what the model's rules allow
+from kernelpilot.hw_models.sm90.gemm import GROUP_STREAMS, LAUNCHES
 from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram, TileKernelBase, config_dict
 
 TEMPLATE_VERSION = "1"
@@ -46,12 +50,6 @@ NVCC_FLAGS = (
 MAX_GROUPS = 4096
 MAX_DIM = 1 << 20
 
-#: how a config runs its groups (the sm90 model's ``launch``): one ptr-array grouped kernel, or the dense
-#: kernel launched once per group
-LAUNCHES = ("grouped", "per_group")
-#: streams a per-group launch spreads its groups over (round robin): 2 lets one group's last wave
-#: overlap the next group's first tiles
-GROUP_STREAMS = (1, 2)
 # schedule -> (kernel schedule, matching TMA epilogue).  A ping-pong mainloop with the cooperative
 # epilogue compiles and gives wrong results (docs/reference/sm90_h200_measurements.md): the pairing is fixed here.
 SCHEDULES = {

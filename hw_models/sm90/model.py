@@ -391,6 +391,7 @@ class Sm90Model(TargetModel):
             yield from enumerate_fmha(kernel, pair, problem)
             return
         kk = wgmma_k(pair)
+        several_groups = problem is not None and len(gemm_problems(problem, kernel)) > 1
         for tile_ms, tile_ns, schedules, swap_ab, launch in enum_families(kernel, pair, problem):
             for tm, tn, steps, (schedule, tile_scheduler), cluster in product(
                 tile_ms, tile_ns, ENUM_K_STEPS, schedules, ENUM_CLUSTERS
@@ -414,11 +415,7 @@ class Sm90Model(TargetModel):
                 if self.check(cfg, problem).valid:
                     yield cfg
                     # its twin on two streams, where there are groups to overlap
-                    if (
-                        launch == "per_group"
-                        and problem is not None
-                        and len(gemm_problems(problem, kernel)) > 1
-                    ):
+                    if launch == "per_group" and several_groups:
                         twin = cfg.model_copy(update={"streams": 2})
                         if self.check(twin, problem).valid:
                             yield twin

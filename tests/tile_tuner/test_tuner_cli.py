@@ -65,6 +65,10 @@ def test_dry_run_renders_programs_and_cmake_without_gpu_or_compiler(tmp_path):
         ("mode: attention\ntune-xpu: [{name: a, dims: {M: 1}}]\n", "unknown mode"),
         ("target: sm90\nworkloads: []\n", "workloads"),
         ("- just a list\n", "mapping"),
+        # a space filter that keeps no legal config: named with the values the workload can take
+        (GOOD.replace("schedule: [pingpong]", "schedule: [pingping]"), '"cooperative", "pingpong"'),
+        (GOOD.replace("schedule: [pingpong]", "streams: [2]"), "streams: [2] (legal here: 1)"),
+        (GOOD.replace("schedule: [pingpong]", "colour: [red]"), "'colour' is not a config field"),
     ],
 )
 def test_bad_input_exits_2_names_file_workload_field_and_writes_nothing(tmp_path, text, needle):
