@@ -19,6 +19,11 @@ from pathlib import Path
 from typing import Any
 
 
+def fmt_ms(ms: float | None) -> str:
+    """A side's best time for the console table; a side with no measured config shows a dash, not 0."""
+    return f"{ms:.4f}" if ms else f"{'-':>6s}"
+
+
 def split_workload(workload: dict[str, Any], field: str) -> dict[str, Any]:
     """The fastest measured config with ``field`` true and the fastest without, and how many of each."""
     ok = [t for t in workload["tried"] if t.get("status") == "ok" and t.get("time_ms")]
@@ -66,9 +71,9 @@ def main() -> int:
     for r in rows:
         w, wo = r["with"], r["without"]
         print(
-            f"{r['workload']:28s} with {w['measured']:2d}: {w['best'] or '-':28s} {w['best_ms'] or 0:.4f}  "
-            f"without {wo['measured']:2d}: {wo['best'] or '-':36s} {wo['best_ms'] or 0:.4f}  "
-            f"{r.get('without_over_with', float('nan')):.3f}"
+            f"{r['workload']:28s} with {w['measured']:2d}: {w['best'] or '-':28s} {fmt_ms(w['best_ms'])}  "
+            f"without {wo['measured']:2d}: {wo['best'] or '-':36s} {fmt_ms(wo['best_ms'])}  "
+            + (f"{r['without_over_with']:.3f}" if "without_over_with" in r else "-")
         )
     print(f"{doc['with_faster']}/{doc['compared']} faster with {args.field}")
     return 0
