@@ -111,3 +111,19 @@ def test_program_spreads_the_groups_over_its_streams():
 def test_program_side_refuses_what_the_model_refuses(raw, words):
     with pytest.raises(ValueError, match=words):
         normalize_gemm_config({"tile": [128, 256, 64], "cluster": [1, 1], **raw})
+
+
+def test_a_space_filter_no_config_of_the_problem_can_meet_names_the_values_it_can_take():
+    from kernelpilot.tile_tuner.space import SearchSpace
+
+    problem = {**FEW_LARGE, "dtype": "bf16"}
+    kept = SearchSpace(SM90, "grouped_gemm", "bf16", problem, None, {"streams": [2]})
+    assert kept.configs and all(c.streams == 2 for c in kept.configs)
+    with pytest.raises(InputError, match=r"streams: \[3\] \(legal here: 1, 2\)") as err:
+        SearchSpace(
+            SM90, "grouped_gemm", "bf16", problem, None, {"streams": [3]}, source="b.yaml: workload 'up'"
+        )
+    assert err.value.field == "b.yaml: workload 'up'.space"
+    # one group: no two-stream twin exists, so streams: [2] keeps nothing and says only 1 is legal here
+    with pytest.raises(InputError, match=r"streams: \[2\] \(legal here: 1\)"):
+        SearchSpace(SM90, "grouped_gemm", "bf16", {**ONE_GROUP, "dtype": "bf16"}, None, {"streams": [2]})
