@@ -103,16 +103,7 @@ def run_batch(
     for g in groups:
         for w in g.workloads:
             problem = g.kernel.validate_problem(w.dims, w.dtype, w.source or w.name)
-            space = SearchSpace(
-                g.model,
-                w.kernel,
-                problem["dtype"],
-                problem,
-                device,
-                w.space_filter,
-                options.streamk_twins,
-                source=w.source or w.name,
-            )
+            space = SearchSpace.for_workload(g.model, w, problem, device, options.streamk_twins)
             if len(space) == 0:
                 raise InputError(
                     f"{w.source or w.name}: the legal space is empty (after the space filter)", field="space"

@@ -84,16 +84,7 @@ class TuneEngine:
     # ---- setup ------------------------------------------------------------------------------
     def make_state(self, w: Workload) -> WorkloadState:
         problem = self.kernel.validate_problem(w.dims, w.dtype, w.source or w.name)
-        space = SearchSpace(
-            self.model,
-            w.kernel,
-            problem["dtype"],
-            problem,
-            self.device,
-            w.space_filter,
-            self.options.streamk_twins,
-            source=w.source or w.name,
-        )
+        space = SearchSpace.for_workload(self.model, w, problem, self.device, self.options.streamk_twins)
         options = {**self.proposer_options, **w.proposer_options}  # the workload's win
         proposer = make_proposer(w.proposer, space, w.seed, device=self.device, **options)
         state = WorkloadState(workload=w, problem=problem, space=space, proposer=proposer, kernel=self.kernel)

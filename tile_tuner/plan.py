@@ -28,16 +28,7 @@ def dry_run(groups: list[Any], options: Any, device: Any) -> dict[str, Any]:
         items: dict[str, BuildItem] = {}
         for w in g.workloads:
             problem = g.kernel.validate_problem(w.dims, w.dtype, w.source or w.name)
-            space = SearchSpace(
-                g.model,
-                w.kernel,
-                problem["dtype"],
-                problem,
-                device,
-                w.space_filter,
-                options.streamk_twins,
-                source=w.source or w.name,
-            )
+            space = SearchSpace.for_workload(g.model, w, problem, device, options.streamk_twins)
             default = space.default()
             history = History()
             history.pending.add(config_key(default))

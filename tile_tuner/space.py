@@ -139,6 +139,23 @@ class SearchSpace:
             return exc
         return InputError(exc.message, file=exc.file, field=f"{self.source}.{exc.field or 'space'}")
 
+    @classmethod
+    def for_workload(
+        cls, model: Any, workload: Any, problem: dict[str, Any], device: Any, streamk_twins: bool
+    ) -> SearchSpace:
+        """The space of one batch workload (its kernel, space filter and source), as the dry run, the
+        pre-run validation and the engine all build it."""
+        return cls(
+            model,
+            workload.kernel,
+            problem["dtype"],
+            problem,
+            device,
+            workload.space_filter,
+            streamk_twins,
+            source=workload.source or workload.name,
+        )
+
     def _twin(self, cfg: Any) -> Any:
         if not self.streamk_twins or not hasattr(cfg, "model_copy"):
             return cfg
