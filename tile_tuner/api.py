@@ -104,9 +104,11 @@ def run_batch(
         for w in g.workloads:
             problem = g.kernel.validate_problem(w.dims, w.dtype, w.source or w.name)
             space = SearchSpace.for_workload(g.model, w, problem, device, options.streamk_twins)
-            if len(space) == 0:
+            if len(space) == 0:  # a filter that keeps nothing was refused above, with the legal values
                 raise InputError(
-                    f"{w.source or w.name}: the legal space is empty (after the space filter)", field="space"
+                    f"{w.source or w.name}: the {target} hardware model finds no legal {w.kernel} config "
+                    f"for these dims ({w.dims})",
+                    field="dims",
                 )
             if w.proposer not in ("llm", "hybrid"):
                 make_proposer(w.proposer, space, w.seed, device=device, **w.proposer_options)
@@ -125,13 +127,7 @@ def run_batch(
                 g.model, g.kernel, target, options, None, device=device, on_event=on_event,
                 proposer_options=proposer_options, executor=executor,
             )  # fmt: skip
-            states = [engine.make_state(w) for w in g.workloads]
-            for s in states:
-                if len(s.space) == 0:
-                    raise InputError(
-                        f"{s.workload.source or s.workload.name}: the legal space is empty (after the space filter)",
-                        field="space",
-                    )
+            states = [engine.make_state(w) for w in g.workloads]  # spaces checked non-empty above
             engines.append((g, engine, states))
         # The store is opened only now: a batch that fails validation (bad input, missing compiler or
         # headers) writes nothing, not even an empty results database.

@@ -104,6 +104,8 @@ class SearchSpace:
     streamk_twins: bool = True
     #: where the workload comes from (``file: workload 'name' (workloads[i])``), named in filter errors
     source: str = ""
+    #: where the filter was given when not in the workload's own ``space:`` (``--space-filter``)
+    filter_field: str = ""
     configs: list[Any] = field(default_factory=list)
     by_key: dict[str, Any] = field(default_factory=dict)
     _estimates: dict[str, float] = field(default_factory=dict)
@@ -134,7 +136,11 @@ class SearchSpace:
         self.configs = list(seen.values())
 
     def _located(self, exc: InputError) -> InputError:
-        """``exc`` with the workload's source in front of its field, as the batch loader names fields."""
+        """``exc`` with the workload's source in front of its field, as the batch loader names fields; a
+        filter given on the command line is named by its flag, and the message names the workload."""
+        if self.filter_field:
+            message = f"workload {self.source}: {exc.message}" if self.source else exc.message
+            return InputError(message, file=exc.file, field=self.filter_field)
         if not self.source:
             return exc
         return InputError(exc.message, file=exc.file, field=f"{self.source}.{exc.field or 'space'}")
@@ -154,6 +160,7 @@ class SearchSpace:
             workload.space_filter,
             streamk_twins,
             source=workload.source or workload.name,
+            filter_field=workload.space_field,
         )
 
     def _twin(self, cfg: Any) -> Any:

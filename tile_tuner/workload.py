@@ -37,6 +37,8 @@ class Workload:
     budget_configs: int = 16
     patience: int | None = None
     space_filter: dict[str, list[Any]] | None = None
+    #: where ``space_filter`` was given when not in the workload's ``space:`` (``--space-filter``)
+    space_field: str = ""
     seed: int = 0
     source: str = ""  # "file.yaml: workloads[3]" for messages
     batch_size: int | None = None  # configs per proposal round (Xe-Forge files with the llm proposer: 5)

@@ -147,16 +147,29 @@ def _workloads(args: argparse.Namespace) -> tuple[str, list[Any], dict[str, Any]
     if args.file:
         if args.dims:
             raise InputError("give either a batch FILE or --dims, not both", field="--dims")
-        return load_batch(Path(args.file), overrides, args.target)
-    if not args.dims:
-        raise InputError("give a batch FILE, or --kernel and --dims for a single workload", field="--dims")
-    if not args.target:
-        raise InputError("--target is required for a single workload (sm90, bmg, pvc, ...)", field="--target")
-    dims = parse_dims(args.dims)
-    merged = dict(BUILTIN_DEFAULTS)
-    merged.update({k: v for k, v in overrides.items() if v is not None})
-    name = args.name or "_".join(f"{k}{v}" for k, v in dims.items())
-    return args.target, [_workload(name, dims, merged, args.target, f"--dims {args.dims}")], {"format": "cli"}
+        target, workloads, extras = load_batch(Path(args.file), overrides, args.target)
+    else:
+        if not args.dims:
+            raise InputError(
+                "give a batch FILE, or --kernel and --dims for a single workload", field="--dims"
+            )
+        if not args.target:
+            raise InputError(
+                "--target is required for a single workload (sm90, bmg, pvc, ...)", field="--target"
+            )
+        dims = parse_dims(args.dims)
+        merged = dict(BUILTIN_DEFAULTS)
+        merged.update({k: v for k, v in overrides.items() if v is not None})
+        name = args.name or "_".join(f"{k}{v}" for k, v in dims.items())
+        target, workloads, extras = (
+            args.target,
+            [_workload(name, dims, merged, args.target, f"--dims {args.dims}")],
+            {"format": "cli"},
+        )
+    if space is not None:
+        for w in workloads:  # a filter error names the flag the filter came from, not the file's space:
+            w.space_field = "--space-filter"
+    return target, workloads, extras
 
 
 def _check_flags(args: argparse.Namespace) -> None:

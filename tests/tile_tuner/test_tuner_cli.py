@@ -80,6 +80,26 @@ def test_bad_input_exits_2_names_file_workload_field_and_writes_nothing(tmp_path
     assert not out.exists()
 
 
+@pytest.mark.parametrize("real_run", [False, True])
+@pytest.mark.parametrize(
+    "source",
+    [("--kernel", "gemm", "--target", "sm90", "--dims", "M=64,N=28672,K=4096"), ("FILE",)],
+)
+def test_space_filter_flag_that_keeps_nothing_names_the_flag_and_the_workload(tmp_path, source, real_run):
+    """--space-filter overrides the file's space: a filter no config meets is reported under the flag (not
+    the workload's ``space:``), with the workload and the values its legal space holds."""
+    args = [str(_write(tmp_path, "b.yaml", GOOD)) if a == "FILE" else a for a in source]
+    out = tmp_path / "out"
+    flags = [] if real_run else ["--dry-run"]
+    extra = ["--cache-dir", str(tmp_path / "c"), "--store", str(tmp_path / "s.sqlite")] if real_run else []
+    r = run_cli("tune", *args, "--space-filter", '{"streams": [3]}', *flags, "--out", str(out), *extra)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "--space-filter" in r.stderr and ".space" not in r.stderr
+    assert "streams: [3] (legal here: 1)" in r.stderr
+    assert ("workload 'big'" if source == ("FILE",) else "--dims M=64,N=28672,K=4096") in r.stderr
+    assert not out.exists() and not (tmp_path / "s.sqlite").exists()
+
+
 def test_missing_file_and_cli_errors(tmp_path):
     r = run_cli("tune", str(tmp_path / "nope.yaml"), "--dry-run", "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and "nope.yaml" in r.stderr

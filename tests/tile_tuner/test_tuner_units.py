@@ -214,3 +214,25 @@ def test_hybrid_falls_back_to_the_model_when_the_llm_reply_is_garbage():
     h = History()
     got = p.propose(3, h)
     assert len(got) == 3 and h.invalid[0]["violations"] == ["reply is not JSON"]
+
+
+def test_a_problem_with_no_legal_config_is_an_input_error_naming_its_dims_before_anything_is_written(
+    tmp_path, monkeypatch
+):
+    """A space empty with no filter at all (the model rejects every config of these dims) stops the run
+    before the store or the cache exists, naming the workload and its dims."""
+    from kernelpilot.targets import get_target_model
+    from kernelpilot.tile_tuner.api import run_batch
+    from kernelpilot.tile_tuner.workload import TuneOptions, Workload
+
+    model = get_target_model("sm90")
+    monkeypatch.setattr(type(model), "enumerate", lambda self, kernel, dtype, problem: iter(()))
+    w = Workload(name="w", kernel="gemm", dtype="bf16", dims={"M": 64, "N": 64, "K": 64}, target="sm90",
+                 source="b.yaml: workload 'w' (workloads[0])")  # fmt: skip
+    opts = TuneOptions(out_dir=tmp_path / "o", store_path=tmp_path / "s.sqlite", cache_dir=tmp_path / "c")
+    with pytest.raises(InputError) as err:
+        run_batch("sm90", [w], opts)
+    assert err.value.field == "dims"
+    assert "workload 'w'" in str(err.value) and "no legal gemm config" in str(err.value)
+    assert "'M': 64" in str(err.value)
+    assert not (tmp_path / "s.sqlite").exists() and not (tmp_path / "c").exists()
