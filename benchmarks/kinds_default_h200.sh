@@ -13,6 +13,7 @@
 #   PHASES=moe_gemm,grouped_gemm BUDGET_S=560 bash benchmarks/kinds_default_h200.sh
 # SPACE (JSON) adds a space filter to the grouped / MoE kinds, e.g. SPACE='{"swap_ab": [false]}' to leave the
 # swap-AB family out; the prebuilt cache must then come from a prebuild with the same --space.
+# WORKLOADS (comma list) runs only those workloads of the phases' kinds, e.g. the rows a change is meant for.
 # RESUME names a carried folder with the store_<phase>.sqlite files of an earlier call: its tune phases go on
 # from them instead of measuring again.
 # Writes into $OUT: summary.json, run_kinds.json, log.txt, driver.log, hbm_copy.json, nvidia_smi.txt and
@@ -26,5 +27,6 @@ for t in .kp-prebuilt-*/cache.tar.xz; do if [ -f "$t" ]; then tar -xJf "$t" -C /
 timeout 60 python3 benchmarks/hbm_copy_h200.py --out "$OUT/hbm_copy.json" 2>&1 | tail -1
 BUDGETS=$(echo "$PHASES" | tr ',' '\n' | sed 's/$/=16/' | paste -sd, -)
 BUDGET_S=${BUDGET_S:-560} bash benchmarks/confirm_h200.sh --phases "plan,build,$PHASES" --budget "$BUDGETS" \
-  --cache /tmp/kp_cache ${SPACE:+--space "$SPACE"} ${RESUME:+--resume "$RESUME"} 2>&1 | tail -40
+  --cache /tmp/kp_cache ${SPACE:+--space "$SPACE"} ${RESUME:+--resume "$RESUME"} \
+  ${WORKLOADS:+--workloads "$WORKLOADS"} 2>&1 | tail -40
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit --format=csv > "$OUT/nvidia_smi.txt"

@@ -162,8 +162,6 @@ def normalize_gemm_config(config: Any) -> dict[str, Any]:
     if not isinstance(swap_ab, bool):
         raise ValueError(f"swap_ab must be true or false, got {swap_ab!r}")
     if swap_ab:
-        if launch == "per_group":
-            raise ValueError("swap_ab is implemented for the grouped launch only, not per_group")
         out["swap_ab"] = True  # likewise written only when set
     extra = c.get("extra_tile_n") or []
     if extra:
@@ -425,10 +423,13 @@ def kernel_context(cfg: dict[str, Any], dtype: str) -> dict[str, Any]:
 
 def per_group_context(cfg: dict[str, Any], dtype: str) -> dict[str, Any]:
     """The names ``cuda/gemm_sm90_kernel.j2`` renders the dense kernel of a per-group config from
-    (layout rc: A row-major, B an nn.Linear weight)."""
+    (layout rc: A row-major, B an nn.Linear weight).  With ``swap_ab`` the program's buffers keep each
+    group's own M x N x K and the dense kernel's arguments swap the operands (D^T = W X^T)."""
     from kernelpilot.dsl_plugins.cuda.gemm import render_context
 
     dense = {k: cfg[k] for k in ("tile", "cluster", "schedule", "epilogue", "stages", "tile_scheduler")}
+    if cfg.get("swap_ab"):  # D^T = W X^T per group: the tokens on the tile's N side
+        dense["swap_ab"] = True
     ctx = render_context(dense, dtype, "rc")
     ctx.pop("template_version")
     return {**ctx, "cutlass_dtype": DTYPES[dtype]}

@@ -156,7 +156,8 @@ def enum_families(kernel: str, pair: DTypePair, problem: dict[str, Any] | None) 
     runs along the problem's N and whose tile N is one of the two smallest WGMMA N in (16, 32, 64) that
     hold M; for grouped / MoE problems the per-group launch family (the dense kernel's large tiles,
     cooperative persistent or stream-K, and ping-pong) and the swap-AB grouped family, whose token-side
-    tile N is fitted to the groups' token counts (:func:`swap_token_tile_ns`)."""
+    tile N is fitted to the groups' token counts (:func:`swap_token_tile_ns`), launched as one ptr-array
+    kernel or as the dense kernel once per group."""
     schedules = ("cooperative", "pingpong") if kernel in PTR_ARRAY_KERNELS else SCHEDULES
     persistent = tuple((s, "persistent") for s in schedules)
     families: list[Family] = [(ENUM_TILE_M, enum_tile_n(kernel, problem), persistent, False, "grouped")]
@@ -171,6 +172,9 @@ def enum_families(kernel: str, pair: DTypePair, problem: dict[str, Any] | None) 
         token_ns = swap_token_tile_ns(problem, kernel)
         if token_ns:
             families.append((ENUM_TILE_M, token_ns, persistent, True, "grouped"))
+            # the same token-side widths on the dense kernel, once per group: a few large groups lose
+            # 12-15 % per tile in the ptr-array kernel (benchmarks/results/grouped_vs_dense_h100.json)
+            families.append((ENUM_PER_GROUP_TILE_M, token_ns, per_group, True, "per_group"))
     return families
 
 
@@ -252,8 +256,9 @@ class Sm90GemmConfig(TileConfig):
     # -- derived quantities ------------------------------------------------------------------------
     @property
     def extended_wgmma_shapes(self) -> bool:
-        """Whether the program is built with CUTLASS's extended WGMMA N shapes (the swap-AB grouped one)."""
-        return self.swap_ab and self.ptr_array
+        """Whether the program is built with CUTLASS's extended WGMMA N shapes: the grouped program of a
+        swap-AB config, whichever its launch (the ptr-array kernel or the dense kernel once per group)."""
+        return self.swap_ab and self.kernel in PTR_ARRAY_KERNELS
 
     @property
     def mma_threads(self) -> int:

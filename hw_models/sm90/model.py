@@ -312,17 +312,12 @@ class Sm90Model(TargetModel):
     def _check_swap_ab(self, cfg: Sm90GemmConfig, out: Collector) -> None:
         if not cfg.swap_ab:
             return
-        out.require(
-            cfg.kernel == "gemm" or cfg.ptr_array,
-            "sm90.swap_ab_kernel",
-            f"swap_ab is implemented for the dense gemm program and the grouped launch of {cfg.kernel}, "
-            f"not for launch={cfg.launch}",
-        )
-        if cfg.ptr_array:
-            # the grouped program's swap keeps both operands K-major (A = the weight W[N, K], B = the
-            # tokens X[M, K]) and writes D^T column-major: no MN-major operand, so no dtype restriction
-            # beyond the grouped program's own.  Compiled (benchmarks/results/swap_grouped_compile_check.json)
-            # and measured in the library-default space (benchmarks/results/kinds_swap_h100_*)
+        if cfg.kernel in PTR_ARRAY_KERNELS:
+            # the grouped program's swap, launched as one ptr-array kernel or as the dense kernel once per
+            # group, keeps both operands K-major (A = the weight W[N, K], B = the tokens X[M, K]) and
+            # writes D^T column-major: no MN-major operand, so no dtype restriction beyond the grouped
+            # program's own.  Compiled (benchmarks/results/swap_grouped_compile_check.json) and measured in
+            # the library-default space (benchmarks/results/kinds_swap_h100_*)
             return
         # the swapped A operand is B^T, MN-major for row-major B: MN-major smem operands exist for 16-bit
         # MMAs only (sm90_common.inl gmma_ss_tag_to_major_A/B)
@@ -399,7 +394,7 @@ class Sm90Model(TargetModel):
                 # ws is a baseline: the generator's default K multiplier only, and no 2x2 clusters
                 if schedule == "ws" and (steps != ENUM_K_STEPS[0] or cluster == (2, 2)):
                     continue
-                # the swap-AB grouped family: 4 WGMMA K steps only (token_widths.py, ENUM_SWAP_PTR_ARRAY_TILE_N)
+                # the swap-AB grouped families: 4 WGMMA K steps only (token_widths.py, ENUM_SWAP_PTR_ARRAY_TILE_N)
                 if swap_ab and kernel in PTR_ARRAY_KERNELS and steps != ENUM_K_STEPS[0]:
                     continue
                 cfg = Sm90GemmConfig(
@@ -420,7 +415,7 @@ class Sm90Model(TargetModel):
                         if self.check(twin, problem).valid:
                             yield twin
                 # the swap-AB grouped family's mixed-width twins, once per (tile M, schedule, cluster)
-                if swap_ab and kernel in PTR_ARRAY_KERNELS and tn == tile_ns[0]:
+                if swap_ab and launch == "grouped" and kernel in PTR_ARRAY_KERNELS and tn == tile_ns[0]:
                     yield from mixed_twins(cfg, problem, self.check, self.estimate_time_s)
 
     def _default_config(
@@ -473,13 +468,17 @@ class Sm90Model(TargetModel):
                 # per group, both schedulers: stream-K balances a group's partial wave (Mixtral's experts
                 # on the H200: 1.41 ms with stream-K, 1.73 persistent, benchmarks/results/
                 # kinds_default_h200_attention_call.json)
-                cands += [{"launch": "per_group", "tile_scheduler": ts} for ts in ("streamk", "persistent")]
+                # (one width: a mixed-width config's per-group twin runs its tile N)
+                cands += [
+                    {"launch": "per_group", "tile_scheduler": ts, "extra_tile_n": ()}
+                    for ts in ("streamk", "persistent")
+                ]
             else:
                 cands.append({"launch": "grouped", "tile_scheduler": "persistent", "streams": 1})
                 cands.append({"streams": 2 if cfg.streams == 1 else 1})  # the same launch on other streams
         copies: list[Sm90GemmConfig] = []
         for change in cands:
-            if any(isinstance(v, tuple) and min(v) < 1 for v in change.values()):
+            if any(isinstance(v, tuple) and v and min(v) < 1 for v in change.values()):
                 continue
             try:
                 copies.append(cfg.model_copy(update=change))

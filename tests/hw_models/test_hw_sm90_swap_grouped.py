@@ -54,20 +54,39 @@ def test_swap_grouped_configs_follow_the_usual_rules(kernel: str) -> None:
     assert "sm90.acc_registers" in sm90.check(_cfg(kernel, [256, 208, 64], "cooperative")).rules()
     # the cooperative schedule still splits the tile's M (now along the weight's N) over two warpgroups
     assert "sm90.coop_tile_m" in sm90.check(_cfg(kernel, [64, 176, 64], "cooperative")).rules()
-    # a per-group launch runs the dense kernel, whose swap is the tiny-M one: not implemented here
-    res = sm90.check(_cfg(kernel, [128, 176, 64], "cooperative", launch="per_group"))
-    assert "sm90.swap_ab_kernel" in res.rules()
+    # once per group on the dense kernel: the same widths (extended WGMMA shapes), either scheduler of
+    # the cooperative schedule, but never mixed widths (one dense kernel per program)
+    for ts in ("persistent", "streamk"):
+        res = sm90.check(_cfg(kernel, [256, 176, 64], "cooperative", launch="per_group", tile_scheduler=ts))
+        assert res.valid, res.rules()
+    assert sm90.check(_cfg(kernel, [128, 176, 64], "pingpong", launch="per_group", streams=2)).valid
+    res = sm90.check(_cfg(kernel, [128, 176, 64], "pingpong", launch="per_group", tile_scheduler="streamk"))
+    assert "sm90.streamk_schedule" in res.rules()
+    res = sm90.check(_cfg(kernel, [256, 176, 64], "cooperative", launch="per_group", extra_tile_n=[144]))
+    assert "sm90.extra_tile_n" in res.rules()
+    # a plain GEMM's swap is still the tiny-M dense one (its own family): no extended shapes there
+    assert "sm90.wgmma_n_shape" in sm90.check(_cfg("gemm", [128, 176, 64], "cooperative")).rules()
 
 
 def test_the_family_is_in_the_default_space_and_a_space_filter_can_leave_it_out() -> None:
     sm90 = get_target_model("sm90")
     enumerated = list(sm90.enumerate("moe_gemm", "bf16", MIXTRAL))
-    swapped = [c for c in enumerated if c.swap_ab and not c.extra_tile_n]
+    swapped = [c for c in enumerated if c.swap_ab and not c.extra_tile_n and c.launch == "grouped"]
     assert swapped and {c.tile[1] for c in swapped} == {176, 208, 224}
-    assert {c.tile[2] for c in swapped} == {64} and all(c.launch == "grouped" for c in swapped)
+    assert {c.tile[2] for c in swapped} == {64}
+    # the same widths once per group on the dense kernel, each config also on two streams
+    per_group = [c for c in enumerated if c.swap_ab and c.launch == "per_group"]
+    assert {c.tile[1] for c in per_group} == {176, 208, 224} and {c.tile[2] for c in per_group} == {64}
+    assert not any(c.extra_tile_n for c in per_group)
+    one = {c.model_copy(update={"streams": 1}).label() for c in per_group if c.streams == 2}
+    assert one and one == {c.label() for c in per_group if c.streams == 1}
+    assert {c.tile_scheduler for c in per_group} == {"persistent", "streamk"}
     default = SearchSpace(sm90, "moe_gemm", "bf16", MIXTRAL)
     assert {c.label() for c in swapped} <= {c.label() for c in default.configs}
-    every_swap = [c for c in enumerated if c.swap_ab]  # with the mixed-width twins (extra_tile_n)
+    # with the mixed-width twins (extra_tile_n); a persistent per-group config stands in the space as its
+    # stream-K twin, so the space holds fewer than the enumeration yields
+    every_swap = [c for c in default.configs if c.swap_ab]
+    assert any(c.extra_tile_n for c in every_swap) and any(c.launch == "per_group" for c in every_swap)
     unswapped = SearchSpace(sm90, "moe_gemm", "bf16", MIXTRAL, space_filter={"swap_ab": [False]})
     assert len(unswapped) == len(default) - len(every_swap) and not any(c.swap_ab for c in unswapped.configs)
     only = SearchSpace(sm90, "moe_gemm", "bf16", MIXTRAL, space_filter={"swap_ab": [True]})
@@ -128,9 +147,12 @@ def test_swap_config_normalisation_and_label() -> None:
     cfg = normalize_gemm_config({"tile": [128, 176, 64], "schedule": "cooperative", "swap_ab": True})
     assert cfg["swap_ab"] is True
     assert "swap_ab" not in normalize_gemm_config({"tile": [128, 176, 64], "schedule": "cooperative"})
-    with pytest.raises(ValueError, match="per_group"):
+    per_group = normalize_gemm_config({"tile": [128, 176, 64], "schedule": "cooperative", "swap_ab": True,
+                                       "launch": "per_group", "tile_scheduler": "streamk"})  # fmt: skip
+    assert per_group["swap_ab"] is True and per_group["launch"] == "per_group"
+    with pytest.raises(ValueError, match="extra_tile_n"):
         normalize_gemm_config({"tile": [128, 176, 64], "schedule": "cooperative", "swap_ab": True,
-                               "launch": "per_group"})  # fmt: skip
+                               "launch": "per_group", "extra_tile_n": [144]})  # fmt: skip
     with pytest.raises(ValueError, match="true or false"):
         normalize_gemm_config({"tile": [128, 176, 64], "schedule": "cooperative", "swap_ab": "yes"})
     assert _cfg("moe_gemm", [128, 176, 64], "cooperative").label() == "128x176x64_c1x1_coop_swap"
@@ -168,3 +190,53 @@ def test_tile_widths_outside_the_default_wgmma_shapes_need_the_extended_set() ->
     for n in (256, 192, 128, 96, 64):
         cfg = sm90.parse_config({"kernel": "gemm", "tile": [128, n, 64], "schedule": "cooperative"})
         assert "sm90.wgmma_n_shape" not in sm90.check(cfg).rules()
+
+
+@pytest.mark.parametrize("kernel_cls", (GroupedGemmKernel, MoeGemmKernel))
+def test_per_group_swapped_program_swaps_in_the_dense_arguments_not_in_the_buffers(kernel_cls) -> None:
+    """Once per group, the dense kernel computes D^T = W X^T: its arguments carry the swap (an N x M x K
+    problem, the weight as operand A), while the buffers, the reference check and the group shapes stay
+    the groups' own; swapping both would swap twice."""
+    kernel = kernel_cls()
+    problem = kernel.validate_problem(
+        {"groups": [[1035, 4096, 1024], [700, 4096, 1024]]}
+        if kernel.kind == "grouped_gemm"
+        else {"experts": 2, "tokens": 2048, "top_k": 1, "N": 4096, "K": 1024},
+        "bf16",
+        "test",
+    )
+    cfg = {"tile": [256, 176, 64], "cluster": [1, 1], "schedule": "cooperative", "epilogue": "tma",
+           "swap_ab": True, "launch": "per_group", "tile_scheduler": "streamk", "streams": 2}  # fmt: skip
+    source = next(iter(kernel.render(cfg, problem, "sm90").sources.values()))
+    assert "#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED" in source
+    assert "using LayoutD = cutlass::layout::ColumnMajor;" in source
+    assert "using TileShape = Shape<_256, _176, _64>;" in source
+    assert "{int(N), int(M), int(K), 1}" in source and "{buf.b[j], sa, buf.a[j], sb}" in source
+    assert "UnderlyingShape{g.m, g.n, g.k}" in source and "UnderlyingShape{g.n, g.m, g.k}" not in source
+    assert "cudaMemcpy(buf.a_dev, buf.a.data()" in source
+    assert "float(A[size_t(m) * K + k]) * float(B[size_t(n) * K + k])" in source
+    assert "constexpr int kGroupStreams = 2;" in source
+    plain = next(iter(kernel.render({**cfg, "swap_ab": False}, problem, "sm90").sources.values()))
+    assert "{int(M), int(N), int(K), 1}" in plain and "EXTENDED_MMA_SHAPES" not in plain
+
+
+def test_per_group_swap_is_ranked_first_on_few_large_experts_and_last_on_many_small_ones() -> None:
+    """On Mixtral's 8 experts of ~1030 tokens the dense kernel once per group (two streams) is the
+    model's first pick; on 128 experts of ~256 tokens each launch pays its own cost and tail, and the
+    ptr-array kernel ranks above every per-group config."""
+    sm90 = get_target_model("sm90")
+    few = SearchSpace(sm90, "moe_gemm", "bf16", MIXTRAL).ranked()
+    assert few[0].swap_ab and few[0].launch == "per_group" and few[0].streams == 2
+    many_tokens = [256 + (i * 37) % 64 for i in range(128)]
+    many = {"num_experts": 128, "tokens": many_tokens, "N": 1536, "K": 2048, "dtype": "bf16", "layout": "rc"}
+    ranked = SearchSpace(sm90, "moe_gemm", "bf16", many).ranked()
+    first_per_group = next(i for i, c in enumerate(ranked) if c.launch == "per_group")
+    assert first_per_group > 16 and ranked[0].launch == "grouped"
+
+
+def test_a_mixed_width_config_neighbours_its_per_group_twin_at_its_tile_width() -> None:
+    sm90 = get_target_model("sm90")
+    mixed = _cfg("moe_gemm", [256, 176, 64], "cooperative", extra_tile_n=[208])
+    twins = [c for c in sm90.neighbours(mixed) if c.launch == "per_group"]
+    assert twins and all(c.swap_ab and not c.extra_tile_n and c.tile == (256, 176, 64) for c in twins)
+    assert {c.tile_scheduler for c in twins} == {"persistent", "streamk"}
