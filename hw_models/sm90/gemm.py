@@ -172,8 +172,10 @@ def enum_families(kernel: str, pair: DTypePair, problem: dict[str, Any] | None) 
         token_ns = swap_token_tile_ns(problem, kernel)
         if token_ns:
             families.append((ENUM_TILE_M, token_ns, persistent, True, "grouped"))
-            # the same token-side widths on the dense kernel, once per group: a few large groups lose
-            # 12-15 % per tile in the ptr-array kernel (benchmarks/results/grouped_vs_dense_h100.json)
+            # the same token-side widths on the dense kernel, once per group: the ptr-array kernel lost
+            # 12-15 % per 128x256 tile on a few large groups (benchmarks/results/grouped_vs_dense_h100.json);
+            # with the swap tiles the two launches ran within 1-2 % per tile, the per-group one the confirmed
+            # winner on Mixtral-8x7B down (benchmarks/results/kinds_t7_h100_pgswap_call.json, H100)
             families.append((ENUM_PER_GROUP_TILE_M, token_ns, per_group, True, "per_group"))
     return families
 
