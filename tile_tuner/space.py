@@ -139,7 +139,7 @@ class SearchSpace:
         """``exc`` with the workload's source in front of its field, as the batch loader names fields; a
         filter given on the command line is named by its flag, and the message names the workload."""
         if self.filter_field:
-            message = f"workload {self.source}: {exc.message}" if self.source else exc.message
+            message = f"{self.source}: {exc.message}" if self.source else exc.message
             return InputError(message, file=exc.file, field=self.filter_field)
         if not self.source:
             return exc
