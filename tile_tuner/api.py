@@ -100,11 +100,14 @@ def run_batch(
     from kernelpilot.tile_tuner.proposers import make_proposer
     from kernelpilot.tile_tuner.space import SearchSpace
 
+    spaces: list[list[SearchSpace]] = []  # per group, per workload: handed to the engines below
     for g in groups:
+        spaces.append([])
         for w in g.workloads:
             problem = g.kernel.validate_problem(w.dims, w.dtype, w.source or w.name)
             space = SearchSpace.for_workload(g.model, w, problem, device, options.streamk_twins)
-            if len(space) == 0:  # a filter that keeps nothing was refused above, with the legal values
+            spaces[-1].append(space)
+            if len(space) == 0:  # SearchSpace refuses a filter that keeps nothing, naming the legal values
                 raise InputError(
                     f"{w.source or w.name}: the {target} hardware model finds no legal {w.kernel} config "
                     f"for these dims ({w.dims})",
@@ -122,12 +125,12 @@ def run_batch(
     confirm_s = 0.0
     try:
         # validate everything (dims, spaces, proposers, toolchain) before the first build
-        for g in groups:
+        for g, group_spaces in zip(groups, spaces, strict=True):
             engine = TuneEngine(
                 g.model, g.kernel, target, options, None, device=device, on_event=on_event,
                 proposer_options=proposer_options, executor=executor,
             )  # fmt: skip
-            states = [engine.make_state(w) for w in g.workloads]  # spaces checked non-empty above
+            states = [engine.make_state(w, s) for w, s in zip(g.workloads, group_spaces, strict=True)]
             engines.append((g, engine, states))
         # The store is opened only now: a batch that fails validation (bad input, missing compiler or
         # headers) writes nothing, not even an empty results database.

@@ -82,9 +82,13 @@ class TuneEngine:
         return self.store
 
     # ---- setup ------------------------------------------------------------------------------
-    def make_state(self, w: Workload) -> WorkloadState:
-        problem = self.kernel.validate_problem(w.dims, w.dtype, w.source or w.name)
-        space = SearchSpace.for_workload(self.model, w, problem, self.device, self.options.streamk_twins)
+    def make_state(self, w: Workload, space: SearchSpace | None = None) -> WorkloadState:
+        """``space``: the workload's space when the caller already built it (the batch's pre-run
+        validation does), so its legal configs are not enumerated twice."""
+        if space is None:
+            problem = self.kernel.validate_problem(w.dims, w.dtype, w.source or w.name)
+            space = SearchSpace.for_workload(self.model, w, problem, self.device, self.options.streamk_twins)
+        problem = space.problem
         options = {**self.proposer_options, **w.proposer_options}  # the workload's win
         proposer = make_proposer(w.proposer, space, w.seed, device=self.device, **options)
         state = WorkloadState(workload=w, problem=problem, space=space, proposer=proposer, kernel=self.kernel)

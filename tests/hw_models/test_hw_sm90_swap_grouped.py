@@ -31,6 +31,17 @@ def _cfg(kernel: str, tile: list[int], schedule: str, cluster=(1, 1), **extra):
     return sm90.parse_config({**raw, **extra})
 
 
+def _two_group_problem(kernel, second_tokens: int) -> dict:
+    """A small N=4096, K=1024 problem of the kernel's kind: grouped, 1035 tokens then ``second_tokens``
+    (0: an empty group); MoE, 2048 tokens routed top-1 over 2 experts."""
+    dims = (
+        {"groups": [[1035, 4096, 1024], [second_tokens, 4096, 1024]]}
+        if kernel.kind == "grouped_gemm"
+        else {"experts": 2, "tokens": 2048, "top_k": 1, "N": 4096, "K": 1024}
+    )
+    return kernel.validate_problem(dims, "bf16", "test")
+
+
 def test_token_side_widths_are_the_least_padding_ones_widest_first() -> None:
     # Mixtral: 176 pads every expert to 1056 rows (8448 in all), 208 to 1040 but the 1044-token one to
     # 1248 (8528), 224 to 1120 (8960); 160 also gives 8960 and loses the tie to the wider 224
@@ -113,13 +124,7 @@ def test_cost_of_a_swapped_config_is_that_of_the_transposed_groups() -> None:
 @pytest.mark.parametrize("kernel_cls", (GroupedGemmKernel, MoeGemmKernel))
 def test_swapped_program_passes_weights_as_a_and_writes_d_transposed(kernel_cls) -> None:
     kernel = kernel_cls()
-    problem = kernel.validate_problem(
-        {"groups": [[1035, 4096, 1024], [0, 4096, 1024]]}
-        if kernel.kind == "grouped_gemm"
-        else {"experts": 2, "tokens": 2048, "top_k": 1, "N": 4096, "K": 1024},
-        "bf16",
-        "test",
-    )
+    problem = _two_group_problem(kernel, second_tokens=0)
     cfg = {
         "tile": [128, 176, 64],
         "cluster": [2, 1],
@@ -198,13 +203,7 @@ def test_per_group_swapped_program_swaps_in_the_dense_arguments_not_in_the_buffe
     problem, the weight as operand A), while the buffers, the reference check and the group shapes stay
     the groups' own; swapping both would swap twice."""
     kernel = kernel_cls()
-    problem = kernel.validate_problem(
-        {"groups": [[1035, 4096, 1024], [700, 4096, 1024]]}
-        if kernel.kind == "grouped_gemm"
-        else {"experts": 2, "tokens": 2048, "top_k": 1, "N": 4096, "K": 1024},
-        "bf16",
-        "test",
-    )
+    problem = _two_group_problem(kernel, second_tokens=700)
     cfg = {"tile": [256, 176, 64], "cluster": [1, 1], "schedule": "cooperative", "epilogue": "tma",
            "swap_ab": True, "launch": "per_group", "tile_scheduler": "streamk", "streams": 2}  # fmt: skip
     source = next(iter(kernel.render(cfg, problem, "sm90").sources.values()))
