@@ -61,6 +61,13 @@ SM90_PTR_ARRAY_NOSMEM_EFF = 1.0 / 1.117
 # launch (H100, benchmarks/results/mixed_width_probe_h100_call.json).  Every launch pays it, so a mixed-width
 # config pays it once per width.
 SM90_PTR_ARRAY_RAMP_S = 10.0e-6
+# Per-group launches back to back on one stream: each dense launch drains its last wave before the next
+# one fills the SMs.  The two-stream twin of the same tile, which overlaps them, ran 1.006-1.118x faster:
+# 1-24 us per group, median 10 us, over nine pairs on Llama-3-8B MLP up and Mixtral-8x7B down (H100,
+# search-time medians in benchmarks/results/kinds_t6_h100_grouped_run_kinds.json and
+# kinds_t7_h100_pgswap_run_kinds.json).  Without it the one-stream estimate, a sum of stream-K estimates
+# that spread each last wave evenly, came within 1 % of the two-stream one.
+SM90_SERIAL_LAUNCH_RAMP_S = 10.0e-6
 
 
 def sm90_active_ctas(cores: int, cluster_size: int) -> int:
@@ -85,10 +92,12 @@ def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) ->
         one_grid = sm90_time_s(shared, {"groups": groups, "dtype": problem.get("dtype")}, device)
         return one_grid - SM90_PTR_ARRAY_RAMP_S + (len(groups) - 1) * SM90_KERNEL_LAUNCH_S
     if cfg.launch == "per_group" and cfg.kernel in PTR_ARRAY_KERNELS:
-        # one dense launch per group, back to back on one stream: the sum of the dense estimates
+        # one dense launch per group, back to back on one stream: the sum of the dense estimates, each
+        # launch paying its ramp and drain
         dense = cfg.model_copy(update={"kernel": "gemm", "launch": "grouped"})
         return sum(
             sm90_time_s(dense, {"M": m, "N": n, "K": k, "dtype": problem.get("dtype")}, device)
+            + SM90_SERIAL_LAUNCH_RAMP_S
             for m, n, k in gemm_problems(problem, cfg.kernel)
             if m > 0
         )

@@ -14,7 +14,7 @@ import pytest
 from kernelpilot.dsl_plugins.cuda.grouped_gemm import normalize_gemm_config
 from kernelpilot.dsl_plugins.cuda.moe_gemm import MoeGemmKernel
 from kernelpilot.hw_models.catalogue import get_device
-from kernelpilot.hw_models.sm90.cost import sm90_time_s
+from kernelpilot.hw_models.sm90.cost import SM90_SERIAL_LAUNCH_RAMP_S, sm90_time_s
 from kernelpilot.hw_models.sm90.gemm import auto_stages
 from kernelpilot.targets import get_target_model
 
@@ -78,12 +78,21 @@ def test_neighbours_switch_the_launch_of_the_same_tile():
     assert cfg() in back
 
 
-def test_cost_is_the_sum_of_the_dense_estimates_and_launches_hurt_many_small_groups():
+def test_cost_is_the_sum_of_the_dense_estimates_plus_a_ramp_per_launch_and_launches_hurt_many_small_groups():
     pg = cfg(launch="per_group", tile_scheduler="streamk")
     dense = SM90.parse_config({"kernel": "gemm", "tile": [128, 256, 64], "schedule": "cooperative",
                                "tile_scheduler": "streamk"})  # fmt: skip
-    expected = sum(sm90_time_s(dense, {"M": m, "N": n, "K": k}, H200) for m, n, k in FEW_LARGE["groups"])
+    expected = sum(
+        sm90_time_s(dense, {"M": m, "N": n, "K": k}, H200) + SM90_SERIAL_LAUNCH_RAMP_S
+        for m, n, k in FEW_LARGE["groups"]
+    )
     assert SM90.estimate_time_s(pg, FEW_LARGE) == pytest.approx(expected)
+    # back to back on one stream each launch drains before the next fills: the two-stream twin, which
+    # overlaps them, is estimated faster by about that ramp per group
+    two = SM90.estimate_time_s(cfg(launch="per_group", tile_scheduler="streamk", streams=2), FEW_LARGE)
+    assert (
+        SM90.estimate_time_s(pg, FEW_LARGE) - two > 0.5 * len(FEW_LARGE["groups"]) * SM90_SERIAL_LAUNCH_RAMP_S
+    )
     # per-group launches pay a launch and a partial wave per group: 128 small groups far more than 8 large
     few = SM90.estimate_time_s(pg, FEW_LARGE) / SM90.estimate_time_s(cfg(), FEW_LARGE)
     many = SM90.estimate_time_s(pg, MANY_SMALL) / SM90.estimate_time_s(cfg(), MANY_SMALL)
