@@ -165,10 +165,8 @@ def normalize_gemm_config(config: Any) -> dict[str, Any]:
         out["swap_ab"] = True  # likewise written only when set
     extra = c.get("extra_tile_n") or []
     if extra:
-        if not swap_ab or launch != "grouped":
-            raise ValueError(
-                "extra_tile_n (mixed token-side widths) needs swap_ab: true and the grouped launch"
-            )
+        if not swap_ab:
+            raise ValueError("extra_tile_n (mixed token-side widths) needs swap_ab: true")
         try:
             widths = [int(w) for w in extra]
         except (TypeError, ValueError) as exc:
@@ -432,7 +430,9 @@ def per_group_context(cfg: dict[str, Any], dtype: str) -> dict[str, Any]:
         dense["swap_ab"] = True
     ctx = render_context(dense, dtype, "rc")
     ctx.pop("template_version")
-    return {**ctx, "cutlass_dtype": DTYPES[dtype]}
+    # every token-side width (tile N first): more than one renders the dense kernel once per width and
+    # runs each group with the width that pads its tokens least
+    return {**ctx, "cutlass_dtype": DTYPES[dtype], "widths": [cfg["tile"][1], *cfg.get("extra_tile_n", [])]}
 
 
 def render_grouped_program(kind: str, cfg: dict[str, Any], dtype: str) -> RenderedProgram:

@@ -29,7 +29,7 @@ from kernelpilot.hw_models.base import ceil_div
 from kernelpilot.hw_models.catalogue import Device
 from kernelpilot.hw_models.problems import batch, gemm_problems
 from kernelpilot.hw_models.sm90.gemm import PTR_ARRAY_KERNELS, Sm90GemmConfig, auto_stages
-from kernelpilot.hw_models.sm90.token_widths import width_for_tokens
+from kernelpilot.hw_models.sm90.token_widths import groups_by_width, width_for_tokens
 
 # ---- sm90 constants (calibration targets) --------------------------------------------------------
 SM90_L2_BYTES_PER_S = 8.7e12  # aggregate L2 -> SM operand bandwidth seen by GEMM mainloops (fit, H200)
@@ -88,15 +88,40 @@ def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) ->
         # the nosmem epilogue it keeps the grouped kernel's factor, an over-estimate), and every launch
         # pays its own launch cost
         groups = [[m, n, k] for m, n, k in gemm_problems(problem, cfg.kernel) if m > 0]
+        if cfg.extra_tile_n:
+            # mixed token-side widths: each width's groups as one grid of that width's tile, summed (an
+            # over-estimate by up to one partial wave per further width with the persistent scheduler:
+            # the streams also overlap the widths' last waves)
+            return sum(
+                sm90_time_s(
+                    cfg.model_copy(
+                        update={
+                            "kernel": "grouped_gemm",
+                            "tile": (cfg.tile[0], w, cfg.tile[2]),
+                            "extra_tile_n": (),
+                        }
+                    ),
+                    {"groups": width_groups, "dtype": problem.get("dtype")},
+                    device,
+                )
+                for w, width_groups in groups_by_width(groups, cfg.token_widths).items()
+            )
         shared = cfg.model_copy(update={"kernel": "grouped_gemm", "launch": "grouped", "streams": 1})
         one_grid = sm90_time_s(shared, {"groups": groups, "dtype": problem.get("dtype")}, device)
         return one_grid - SM90_PTR_ARRAY_RAMP_S + (len(groups) - 1) * SM90_KERNEL_LAUNCH_S
     if cfg.launch == "per_group" and cfg.kernel in PTR_ARRAY_KERNELS:
         # one dense launch per group, back to back on one stream: the sum of the dense estimates, each
-        # launch paying its ramp and drain
-        dense = cfg.model_copy(update={"kernel": "gemm", "launch": "grouped"})
+        # launch paying its ramp and drain; with mixed token-side widths each group's launch has the tile
+        # of the width that pads its tokens least
+        dense = cfg.model_copy(update={"kernel": "gemm", "launch": "grouped", "extra_tile_n": ()})
         return sum(
-            sm90_time_s(dense, {"M": m, "N": n, "K": k, "dtype": problem.get("dtype")}, device)
+            sm90_time_s(
+                dense.model_copy(
+                    update={"tile": (cfg.tile[0], width_for_tokens(m, cfg.token_widths), cfg.tile[2])}
+                ),
+                {"M": m, "N": n, "K": k, "dtype": problem.get("dtype")},
+                device,
+            )
             + SM90_SERIAL_LAUNCH_RAMP_S
             for m, n, k in gemm_problems(problem, cfg.kernel)
             if m > 0
@@ -104,10 +129,9 @@ def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) ->
     if cfg.extra_tile_n and cfg.kernel in PTR_ARRAY_KERNELS:
         # mixed token-side widths: one ptr-array launch per width over the groups it pads least, back to
         # back on one stream (each launch pays its own launch and last-wave tail)
-        classes: dict[int, list[list[int]]] = {}
-        for m, n, k in gemm_problems(problem, cfg.kernel):
-            if m > 0:
-                classes.setdefault(width_for_tokens(m, cfg.token_widths), []).append([m, n, k])
+        classes = groups_by_width(
+            [[m, n, k] for m, n, k in gemm_problems(problem, cfg.kernel) if m > 0], cfg.token_widths
+        )
         return sum(
             sm90_time_s(
                 cfg.model_copy(

@@ -197,8 +197,9 @@ class Sm90GemmConfig(TileConfig):
     launch: str = "grouped"
     #: per-group launch only: streams its groups run on, round robin (:data:`GROUP_STREAMS`)
     streams: int = 1
-    #: swap-AB grouped only: further token-side widths; each group runs with whichever of ``tile[1]`` and
-    #: these pads its tokens least (:func:`width_for_tokens`), one ptr-array launch per width
+    #: swap-AB grouped / MoE only: further token-side widths; each group runs with whichever of ``tile[1]``
+    #: and these pads its tokens least (:func:`width_for_tokens`): one ptr-array launch per width, or with
+    #: ``launch: per_group`` each group's dense launch with its width's kernel
     extra_tile_n: tuple[int, ...] = ()
 
     @property

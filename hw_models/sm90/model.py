@@ -414,9 +414,16 @@ class Sm90Model(TargetModel):
                         twin = cfg.model_copy(update={"streams": 2})
                         if self.check(twin, problem).valid:
                             yield twin
-                # the swap-AB grouped family's mixed-width twins, once per (tile M, schedule, cluster)
-                if swap_ab and launch == "grouped" and kernel in PTR_ARRAY_KERNELS and tn == tile_ns[0]:
-                    yield from mixed_twins(cfg, problem, self.check, self.estimate_time_s)
+                # the swap-AB grouped families' mixed-width twins, once per (tile M, schedule, cluster):
+                # per width one ptr-array launch, or (per group) the dense kernel with each group's width,
+                # as cuBLAS fits a tile to each GEMM of a torch.mm loop; per group also on two streams
+                if swap_ab and kernel in PTR_ARRAY_KERNELS and tn == tile_ns[0]:
+                    for mixed in mixed_twins(cfg, problem, self.check, self.estimate_time_s):
+                        yield mixed
+                        if launch == "per_group" and several_groups:
+                            twin = mixed.model_copy(update={"streams": 2})
+                            if self.check(twin, problem).valid:
+                                yield twin
 
     def _default_config(
         self, kernel: str, dtype: Any, problem: dict[str, Any] | None = None
@@ -468,11 +475,9 @@ class Sm90Model(TargetModel):
                 # per group, both schedulers: stream-K balances a group's partial wave (Mixtral's experts
                 # on the H200: 1.41 ms with stream-K, 1.73 persistent, benchmarks/results/
                 # kinds_default_h200_attention_call.json)
-                # (one width: a mixed-width config's per-group twin runs its tile N)
-                cands += [
-                    {"launch": "per_group", "tile_scheduler": ts, "extra_tile_n": ()}
-                    for ts in ("streamk", "persistent")
-                ]
+                # (a mixed-width config's per-group twin keeps its widths: each group's dense launch
+                # runs the width that pads it least)
+                cands += [{"launch": "per_group", "tile_scheduler": ts} for ts in ("streamk", "persistent")]
             else:
                 cands.append({"launch": "grouped", "tile_scheduler": "persistent", "streams": 1})
                 cands.append({"streams": 2 if cfg.streams == 1 else 1})  # the same launch on other streams

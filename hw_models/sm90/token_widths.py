@@ -44,6 +44,10 @@ MAX_TOKEN_WIDTHS = 3
 #: a mixed config is enumerated only where it saves at least this share of the best single width's rows:
 #: below it, the extra launch tail costs more than the padding it removes
 MIXED_MIN_PADDING_SAVING = 0.02
+#: the same for the per-group launch, which launches the dense kernel once per group whatever the widths:
+#: a further width costs a kernel instantiation, no launch, so any saving of rows is worth ranking
+#: (Mixtral-8x7B's experts of 1000-1044 tokens: 176 and 256 compute 1.5 % fewer rows than 176 alone)
+MIXED_MIN_PADDING_SAVING_PER_GROUP = 0.0
 
 
 def padded_rows(tokens: list[int], width: int) -> int:
@@ -58,25 +62,37 @@ def width_for_tokens(tokens: int, widths: tuple[int, ...]) -> int:
     return min(widths, key=lambda w: (ceil_div(tokens, w) * w, -w))
 
 
+def groups_by_width(groups: list[list[int]], widths: tuple[int, ...]) -> dict[int, list[list[int]]]:
+    """Groups ``[tokens, n, k]`` by the width each runs with in a mixed config (:func:`width_for_tokens`)."""
+    out: dict[int, list[list[int]]] = {}
+    for g in groups:
+        out.setdefault(width_for_tokens(g[0], widths), []).append(g)
+    return out
+
+
 def mixed_padded_rows(tokens: list[int], widths: tuple[int, ...]) -> int:
     """Rows a mixed config computes: each group padded to the width it runs with."""
     return sum(padded_rows([t], width_for_tokens(t, widths)) for t in tokens)
 
 
-def width_sets(tokens: list[int], menu: tuple[int, ...], size: int) -> dict[tuple[int, ...], int]:
+def width_sets(
+    tokens: list[int], menu: tuple[int, ...], size: int, min_saving: float = MIXED_MIN_PADDING_SAVING
+) -> dict[tuple[int, ...], int]:
     """The sets of ``size`` widths of ``menu`` (each widest first) a mixed config may use on ``tokens``, with
     the rows each computes: every width runs at least one group (a width no group uses is a build and a
-    launch for nothing) and the set saves ``MIXED_MIN_PADDING_SAVING`` of the best single width's rows."""
+    launch for nothing) and the set computes fewer rows than the best single width, by at least
+    ``min_saving`` of them."""
     if not tokens or not menu or not 2 <= size <= MAX_TOKEN_WIDTHS:
         return {}
-    limit = min(padded_rows(tokens, w) for w in menu) * (1.0 - MIXED_MIN_PADDING_SAVING)
+    best_single = min(padded_rows(tokens, w) for w in menu)
+    limit = best_single * (1.0 - min_saving)
     sets = {}
     for combo in combinations(sorted(menu, reverse=True), size):
         chosen = [width_for_tokens(t, combo) for t in tokens]  # each group's width, once per set
         if len(set(chosen)) < size:
             continue
         rows = sum(padded_rows([t], w) for t, w in zip(tokens, chosen, strict=True))
-        if rows <= limit:
+        if rows <= limit and rows < best_single:
             sets[combo] = rows
     return sets
 
@@ -86,11 +102,12 @@ def mixed_token_widths(
     menu: tuple[int, ...],
     size: int,
     cost: Callable[[tuple[int, ...]], float] | None = None,
+    min_saving: float = MIXED_MIN_PADDING_SAVING,
 ) -> tuple[int, ...]:
     """Of :func:`width_sets`, the set with the lowest ``cost`` (the model's estimate of the config that
     uses it: fewer padded rows can still mean more waves), then the fewest padded rows, then the widest;
     without ``cost`` the fewest padded rows.  ``()`` when there is none."""
-    sets = width_sets(tokens, menu, size)
+    sets = width_sets(tokens, menu, size, min_saving)
     if not sets:
         return ()
     return min(sets, key=lambda c: (cost(c) if cost else 0.0, sets[c], -sum(c)))
@@ -116,16 +133,17 @@ def swap_token_tile_ns(problem: dict[str, Any] | None, kernel: str) -> tuple[int
 def check_extra_tile_n(
     cfg: Sm90GemmConfig, check: Callable[[Sm90GemmConfig], CheckResult], out: Collector
 ) -> None:
-    """Rule ``sm90.extra_tile_n``: the program instantiates the swap-AB ptr-array kernel once per width, so
-    mixed widths need that launch, no width may repeat, and each must be a legal tile N of the same kernel
+    """Rule ``sm90.extra_tile_n``: the program instantiates the swap-AB kernel once per width (the ptr-array
+    kernel, launched once per width, or the dense kernel, launched once per group), so mixed widths need a
+    swap-AB grouped / MoE config, no width may repeat, and each must be a legal tile N of the same kernel
     by itself (``check`` is the model's rule walk)."""
     if not cfg.extra_tile_n:
         return
     if not out.require(
-        cfg.swap_ab and cfg.ptr_array,
+        cfg.swap_ab and (cfg.ptr_array or cfg.launch == "per_group"),
         "sm90.extra_tile_n",
-        "extra_tile_n (mixed token-side widths) needs the swap-AB grouped launch of grouped_gemm / "
-        f"moe_gemm, got kernel={cfg.kernel}, launch={cfg.launch}, swap_ab={cfg.swap_ab}",
+        "extra_tile_n (mixed token-side widths) needs a swap-AB grouped_gemm / moe_gemm config, got "
+        f"kernel={cfg.kernel}, launch={cfg.launch}, swap_ab={cfg.swap_ab}",
     ):
         return
     widths = cfg.token_widths
@@ -170,9 +188,10 @@ def mixed_twins(
             update={"tile": (cfg.tile[0], widths[0], cfg.tile[2]), "extra_tile_n": widths[1:]}
         )
 
+    min_saving = MIXED_MIN_PADDING_SAVING_PER_GROUP if cfg.launch == "per_group" else MIXED_MIN_PADDING_SAVING
     twins = []
     for size in range(2, MAX_TOKEN_WIDTHS + 1):
-        widths = mixed_token_widths(tokens, menu, size, lambda c: cost(with_widths(c), problem))
+        widths = mixed_token_widths(tokens, menu, size, lambda c: cost(with_widths(c), problem), min_saving)
         if widths and check(with_widths(widths), problem).valid:
             twins.append(with_widths(widths))
     return twins

@@ -25,6 +25,7 @@ from kernelpilot.hw_models.sm90 import cost as cost_model
 from kernelpilot.hw_models.sm90.cost import sm90_time_s
 from kernelpilot.hw_models.sm90.token_widths import (
     MIXED_MIN_PADDING_SAVING,
+    MIXED_MIN_PADDING_SAVING_PER_GROUP,
     MIXED_WIDTH_MENU,
     mixed_padded_rows,
     mixed_token_widths,
@@ -107,28 +108,40 @@ def test_the_default_space_holds_a_mixed_twin_per_width_count_and_swap_family_ro
     sm90 = get_target_model("sm90")
     enumerated = list(sm90.enumerate("grouped_gemm", "bf16", QWEN3_DOWN))
     mixed = [c for c in enumerated if c.extra_tile_n]
-    assert mixed and all(c.swap_ab and c.launch == "grouped" for c in mixed)
-    rows = {(c.tile[0], c.schedule, c.cluster, len(c.token_widths)) for c in mixed}
-    assert len(rows) == len(mixed)  # one per (tile M, schedule, cluster) and number of widths
-    assert {len(c.token_widths) for c in mixed} == {2, 3}
+    assert mixed and all(c.swap_ab for c in mixed)
+    assert {c.launch for c in mixed} == {
+        "grouped",
+        "per_group",
+    }  # the per-group twins: test_hw_sm90_per_group_mixed
+    rows = {
+        (c.launch, c.tile[0], c.schedule, c.tile_scheduler, c.cluster, c.streams, len(c.token_widths))
+        for c in mixed
+    }
+    assert len(rows) == len(
+        mixed
+    )  # one per (launch, tile M, schedule, cluster, streams) and number of widths
+    assert {len(c.token_widths) for c in mixed if c.launch == "grouped"} == {2, 3}
     for c in mixed:
         assert sm90.check(c, QWEN3_DOWN).valid
         # its widths are, of the sets of its size that save enough rows with widths legal for its kernel,
-        # the one the cost model estimates fastest
+        # the one the cost model estimates fastest (on one stream: a two-stream twin keeps its widths)
+        one = c.model_copy(update={"streams": 1})
         legal = tuple(
             w for w in MIXED_WIDTH_MENU if sm90.check(c.model_copy(update={"tile": (c.tile[0], w, 64),
                                                                            "extra_tile_n": ()})).valid
         )  # fmt: skip
-        sets = width_sets(QWEN3_DOWN_TOKENS, legal, len(c.token_widths))
+        saving = MIXED_MIN_PADDING_SAVING_PER_GROUP if c.launch == "per_group" else MIXED_MIN_PADDING_SAVING
+        sets = width_sets(QWEN3_DOWN_TOKENS, legal, len(c.token_widths), saving)
         assert c.token_widths in sets
 
-        def estimate(widths, c=c):
-            twin = c.model_copy(update={"tile": (c.tile[0], widths[0], 64), "extra_tile_n": widths[1:]})
+        def estimate(widths, one=one):
+            twin = one.model_copy(update={"tile": (one.tile[0], widths[0], 64), "extra_tile_n": widths[1:]})
             return sm90.estimate_time_s(twin, QWEN3_DOWN)
 
         assert estimate(c.token_widths) == min(estimate(w) for w in sets)
     space = SearchSpace(sm90, "grouped_gemm", "bf16", QWEN3_DOWN)
-    assert {c.label() for c in mixed} <= {c.label() for c in space.configs}
+    # (the space runs a per-group cooperative persistent config as its stream-K twin)
+    assert {c.label() for c in mixed if c.launch == "grouped"} <= {c.label() for c in space.configs}
     # uniform groups: no mixed config
     uniform = {"groups": [[1024, 4096, 12288]] * 8, "dtype": "bf16", "layout": "rc"}
     assert not any(c.extra_tile_n for c in sm90.enumerate("grouped_gemm", "bf16", uniform))
@@ -141,7 +154,7 @@ def test_the_cost_model_ranks_a_two_width_twin_above_the_single_width_winner_whe
     tail and is still estimated faster, while no three-width twin is (two more tails)."""
     sm90 = get_target_model("sm90")
     h200 = get_device("h200")
-    configs = list(sm90.enumerate("grouped_gemm", "bf16", QWEN3_DOWN))
+    configs = [c for c in sm90.enumerate("grouped_gemm", "bf16", QWEN3_DOWN) if c.launch == "grouped"]
     ranked = sorted(configs, key=lambda c: sm90_time_s(c, QWEN3_DOWN, h200))
     best_single = next(c for c in ranked if not c.extra_tile_n)
     best_two = next(c for c in ranked if len(c.token_widths) == 2)

@@ -66,7 +66,7 @@ def test_swap_grouped_configs_follow_the_usual_rules(kernel: str) -> None:
     # the cooperative schedule still splits the tile's M (now along the weight's N) over two warpgroups
     assert "sm90.coop_tile_m" in sm90.check(_cfg(kernel, [64, 176, 64], "cooperative")).rules()
     # once per group on the dense kernel: the same widths (extended WGMMA shapes), either scheduler of
-    # the cooperative schedule, but never mixed widths (one dense kernel per program)
+    # the cooperative schedule, and mixed widths (the dense kernel once per width)
     for ts in ("persistent", "streamk"):
         res = sm90.check(_cfg(kernel, [256, 176, 64], "cooperative", launch="per_group", tile_scheduler=ts))
         assert res.valid, res.rules()
@@ -74,7 +74,7 @@ def test_swap_grouped_configs_follow_the_usual_rules(kernel: str) -> None:
     res = sm90.check(_cfg(kernel, [128, 176, 64], "pingpong", launch="per_group", tile_scheduler="streamk"))
     assert "sm90.streamk_schedule" in res.rules()
     res = sm90.check(_cfg(kernel, [256, 176, 64], "cooperative", launch="per_group", extra_tile_n=[144]))
-    assert "sm90.extra_tile_n" in res.rules()
+    assert res.valid, res.rules()
     # a plain GEMM's swap is still the tiny-M dense one (its own family): no extended shapes there
     assert "sm90.wgmma_n_shape" in sm90.check(_cfg("gemm", [128, 176, 64], "cooperative")).rules()
 
@@ -86,9 +86,10 @@ def test_the_family_is_in_the_default_space_and_a_space_filter_can_leave_it_out(
     assert swapped and {c.tile[1] for c in swapped} == {176, 208, 224}
     assert {c.tile[2] for c in swapped} == {64}
     # the same widths once per group on the dense kernel, each config also on two streams
-    per_group = [c for c in enumerated if c.swap_ab and c.launch == "per_group"]
+    per_group = [c for c in enumerated if c.swap_ab and c.launch == "per_group" and not c.extra_tile_n]
     assert {c.tile[1] for c in per_group} == {176, 208, 224} and {c.tile[2] for c in per_group} == {64}
-    assert not any(c.extra_tile_n for c in per_group)
+    # (their mixed-width twins: tests/hw_models/test_hw_sm90_per_group_mixed.py)
+    assert any(c.launch == "per_group" and c.extra_tile_n for c in enumerated)
     one = {c.model_copy(update={"streams": 1}).label() for c in per_group if c.streams == 2}
     assert one and one == {c.label() for c in per_group if c.streams == 1}
     assert {c.tile_scheduler for c in per_group} == {"persistent", "streamk"}
@@ -155,9 +156,12 @@ def test_swap_config_normalisation_and_label() -> None:
     per_group = normalize_gemm_config({"tile": [128, 176, 64], "schedule": "cooperative", "swap_ab": True,
                                        "launch": "per_group", "tile_scheduler": "streamk"})  # fmt: skip
     assert per_group["swap_ab"] is True and per_group["launch"] == "per_group"
+    mixed = normalize_gemm_config({"tile": [128, 176, 64], "schedule": "cooperative", "swap_ab": True,
+                                   "launch": "per_group", "extra_tile_n": [144]})  # fmt: skip
+    assert mixed["extra_tile_n"] == [144] and mixed["launch"] == "per_group"
     with pytest.raises(ValueError, match="extra_tile_n"):
-        normalize_gemm_config({"tile": [128, 176, 64], "schedule": "cooperative", "swap_ab": True,
-                               "launch": "per_group", "extra_tile_n": [144]})  # fmt: skip
+        normalize_gemm_config({"tile": [128, 176, 64], "schedule": "cooperative", "launch": "per_group",
+                               "extra_tile_n": [144]})  # fmt: skip
     with pytest.raises(ValueError, match="true or false"):
         normalize_gemm_config({"tile": [128, 176, 64], "schedule": "cooperative", "swap_ab": "yes"})
     assert _cfg("moe_gemm", [128, 176, 64], "cooperative").label() == "128x176x64_c1x1_coop_swap"
@@ -233,9 +237,9 @@ def test_per_group_swap_is_ranked_first_on_few_large_experts_and_last_on_many_sm
     assert first_per_group > 16 and ranked[0].launch == "grouped"
 
 
-def test_a_mixed_width_config_neighbours_its_per_group_twin_at_its_tile_width() -> None:
+def test_a_mixed_width_config_neighbours_its_per_group_twin_with_its_widths() -> None:
     sm90 = get_target_model("sm90")
-    mixed = _cfg("moe_gemm", [256, 176, 64], "cooperative", extra_tile_n=[208])
+    mixed = _cfg("moe_gemm", [256, 176, 64], "cooperative", extra_tile_n=[144])
     twins = [c for c in sm90.neighbours(mixed) if c.launch == "per_group"]
-    assert twins and all(c.swap_ab and not c.extra_tile_n and c.tile == (256, 176, 64) for c in twins)
+    assert twins and all(c.swap_ab and c.extra_tile_n == (144,) and c.tile == (256, 176, 64) for c in twins)
     assert {c.tile_scheduler for c in twins} == {"persistent", "streamk"}
