@@ -51,7 +51,13 @@ from kernelpilot.hw_models.sm90.gemm import (
     stage_bytes,
     wgmma_k,
 )
-from kernelpilot.hw_models.sm90.token_widths import MAX_TOKEN_WIDTHS, check_extra_tile_n, mixed_twins
+from kernelpilot.hw_models.sm90.token_widths import (
+    ENUM_PER_GROUP_MIXED_TWINS,
+    MAX_TOKEN_WIDTHS,
+    MIXED_WIDTH_MENU,
+    check_extra_tile_n,
+    mixed_twins,
+)
 from kernelpilot.hw_models.sm90.vendor import NVIDIA
 from kernelpilot.hw_models.types import CheckResult, Collector, TileConfig
 
@@ -415,9 +421,11 @@ class Sm90Model(TargetModel):
                         if self.check(twin, problem).valid:
                             yield twin
                 # the swap-AB grouped families' mixed-width twins, once per (tile M, schedule, cluster):
-                # per width one ptr-array launch, or (per group) the dense kernel with each group's width,
-                # as cuBLAS fits a tile to each GEMM of a torch.mm loop; per group also on two streams
-                if swap_ab and kernel in PTR_ARRAY_KERNELS and tn == tile_ns[0]:
+                # per width one ptr-array launch, or (per group, when enumerated) the dense kernel with
+                # each group's width, as cuBLAS fits a tile to each GEMM of a torch.mm loop; per group
+                # also on two streams
+                twins_here = launch == "grouped" or ENUM_PER_GROUP_MIXED_TWINS
+                if swap_ab and kernel in PTR_ARRAY_KERNELS and tn == tile_ns[0] and twins_here:
                     for mixed in mixed_twins(cfg, problem, self.check, self.estimate_time_s):
                         yield mixed
                         if launch == "per_group" and several_groups:
@@ -481,6 +489,16 @@ class Sm90Model(TargetModel):
             else:
                 cands.append({"launch": "grouped", "tile_scheduler": "persistent", "streams": 1})
                 cands.append({"streams": 2 if cfg.streams == 1 else 1})  # the same launch on other streams
+                if cfg.swap_ab and cfg.extra_tile_n:  # its single-width twin
+                    cands.append({"extra_tile_n": ()})
+                elif cfg.swap_ab:
+                    # a second token-side width once per group (the space does not enumerate these,
+                    # token_widths.ENUM_PER_GROUP_MIXED_TWINS): one step either side of the tile's N and 128
+                    cands += [
+                        {"extra_tile_n": (w,)}
+                        for w in dict.fromkeys((tn - 32, tn - 16, tn + 16, 128))
+                        if w != tn and w in MIXED_WIDTH_MENU
+                    ]
         copies: list[Sm90GemmConfig] = []
         for change in cands:
             if any(isinstance(v, tuple) and v and min(v) < 1 for v in change.values()):

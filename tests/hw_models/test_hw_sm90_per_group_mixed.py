@@ -197,7 +197,23 @@ def test_the_per_group_launch_takes_any_saving_the_ptr_array_launch_two_percent(
     assert width_sets([176, 352], menu, 2, 0.0) == {}
 
 
-def test_the_space_enumerates_per_group_mixed_twins_on_one_and_two_streams() -> None:
+def test_the_default_space_leaves_the_per_group_twins_out_and_neighbours_reach_them() -> None:
+    """Measured, the twins closed no gap and the model ranks them first (token_widths.py,
+    ENUM_PER_GROUP_MIXED_TWINS): the default space has none; a per-group swap config's neighbours add a
+    second width, and a mixed one's neighbours include its single-width twin."""
+    sm90 = get_target_model("sm90")
+    enumerated = list(sm90.enumerate("grouped_gemm", "bf16", MIXTRAL))
+    assert not [c for c in enumerated if c.launch == "per_group" and c.extra_tile_n]
+    single = _cfg([256, 176, 64], streams=2)
+    widths = {n.extra_tile_n for n in sm90.neighbours(single) if n.extra_tile_n}
+    assert widths == {(144,), (160,), (192,), (128,)}  # 176 - 32, 176 - 16, 176 + 16 and 128
+    assert all(sm90.check(n, MIXTRAL).valid for n in sm90.neighbours(single) if n.extra_tile_n)
+    mixed = single.model_copy(update={"extra_tile_n": (128,)})
+    assert single in sm90.neighbours(mixed)
+
+
+def test_the_space_enumerates_per_group_mixed_twins_on_one_and_two_streams(monkeypatch) -> None:
+    monkeypatch.setattr("kernelpilot.hw_models.sm90.model.ENUM_PER_GROUP_MIXED_TWINS", True)
     sm90 = get_target_model("sm90")
     enumerated = list(sm90.enumerate("grouped_gemm", "bf16", MIXTRAL))
     per_group_mixed = [c for c in enumerated if c.launch == "per_group" and c.extra_tile_n]
