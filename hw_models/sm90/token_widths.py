@@ -44,18 +44,19 @@ MAX_TOKEN_WIDTHS = 3
 #: a mixed config is enumerated only where it saves at least this share of the best single width's rows:
 #: below it, the extra launch tail costs more than the padding it removes
 MIXED_MIN_PADDING_SAVING = 0.02
+#: the same threshold for the per-group launch, which launches the dense kernel once per group whatever
+#: the widths: a further width costs a kernel instantiation, no launch, so any saving of rows is worth
+#: ranking (Mixtral-8x7B's experts of 1000-1044 tokens: 176 and 128 compute 1.5 % fewer rows than 176 alone)
+MIXED_MIN_PADDING_SAVING_PER_GROUP = 0.0
 #: whether the space enumerates the per-group launch's mixed-width twins.  Off: timed on an H100 against
 #: their single-width twins, the best configs of earlier runs and a torch.mm loop on the three rows of few
-#: large GEMMs (benchmarks/results/pergroup_mixed_h100.json), they ran 2-4 % faster than their single-width
-#: twins on Llama-3-8B MLP up and Qwen3-8B MLP down and 4-6 % on Mixtral's 128x208 tile (2.5 % slower, within
-#: the rounds' spread, on its 256x176), but none reached the loop or passed the best earlier config, and the
-#: cost model ranks them first on all three rows, so in the default space they push measured winners out of
-#: the 16 proposals (Mixtral's 256x176 ptr-array swap).  Neighbours and explicit configs reach them.
+#: large GEMMs (benchmarks/results/pergroup_mixed_h100.json), the best twin of three of the four per-group
+#: bases ran 3.5-6.3 % faster than its single-width config (Llama-3-8B MLP up, Qwen3-8B MLP down and
+#: Mixtral-8x7B's 128x208; 2.5 % slower, within the rounds' spread, on Mixtral's 256x176), but none reached
+#: the loop or passed the best earlier config, and the cost model ranks them first on all three rows, so in
+#: the default space they push measured winners out of the 16 proposals (Mixtral's 256x176 ptr-array
+#: swap).  Neighbours and explicit configs reach them.
 ENUM_PER_GROUP_MIXED_TWINS = False
-#: the same for the per-group launch, which launches the dense kernel once per group whatever the widths:
-#: a further width costs a kernel instantiation, no launch, so any saving of rows is worth ranking
-#: (Mixtral-8x7B's experts of 1000-1044 tokens: 176 and 256 compute 1.5 % fewer rows than 176 alone)
-MIXED_MIN_PADDING_SAVING_PER_GROUP = 0.0
 
 
 def padded_rows(tokens: list[int], width: int) -> int:
