@@ -28,9 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from cuda_kinds_common import GROUPED_WORKLOADS, MOE_WORKLOADS  # noqa: E402
+from cuda_kinds_common import GROUPED_WORKLOADS, MOE_WORKLOADS
 
 SWAP_PG = {"swap_ab": True, "launch": "per_group", "streams": 2, "tile_scheduler": "streamk"}
 # Per workload: the fastest configs of the H100 records (kinds_t6/t7/t8_h100_*_run_kinds.json) and the
