@@ -80,6 +80,22 @@ def sm90_active_ctas(cores: int, cluster_size: int) -> int:
     return usable - usable % cluster_size
 
 
+def _sum_over_widths(cfg: Sm90GemmConfig, groups: list[list[int]], dtype: Any, device: Device) -> float:
+    """A mixed-width config as its widths' launches, summed: each the same config with one width (the tile
+    N) over the groups that width pads least (``launch`` and ``streams`` kept, so the caller's launch
+    prices each part)."""
+    return sum(
+        sm90_time_s(
+            cfg.model_copy(
+                update={"kernel": "grouped_gemm", "tile": (cfg.tile[0], w, cfg.tile[2]), "extra_tile_n": ()}
+            ),
+            {"groups": width_groups, "dtype": dtype},
+            device,
+        )
+        for w, width_groups in groups_by_width(groups, cfg.token_widths).items()
+    )
+
+
 def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) -> float:
     if cfg.launch == "per_group" and cfg.kernel in PTR_ARRAY_KERNELS and cfg.streams > 1:
         # one dense launch per group over several streams: a group's last partial wave shares the SMs
@@ -92,20 +108,7 @@ def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) ->
             # mixed token-side widths: each width's groups as one grid of that width's tile, summed (an
             # over-estimate by up to one partial wave per further width with the persistent scheduler:
             # the streams also overlap the widths' last waves)
-            return sum(
-                sm90_time_s(
-                    cfg.model_copy(
-                        update={
-                            "kernel": "grouped_gemm",
-                            "tile": (cfg.tile[0], w, cfg.tile[2]),
-                            "extra_tile_n": (),
-                        }
-                    ),
-                    {"groups": width_groups, "dtype": problem.get("dtype")},
-                    device,
-                )
-                for w, width_groups in groups_by_width(groups, cfg.token_widths).items()
-            )
+            return _sum_over_widths(cfg, groups, problem.get("dtype"), device)
         shared = cfg.model_copy(update={"kernel": "grouped_gemm", "launch": "grouped", "streams": 1})
         one_grid = sm90_time_s(shared, {"groups": groups, "dtype": problem.get("dtype")}, device)
         return one_grid - SM90_PTR_ARRAY_RAMP_S + (len(groups) - 1) * SM90_KERNEL_LAUNCH_S
@@ -129,23 +132,8 @@ def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) ->
     if cfg.extra_tile_n and cfg.kernel in PTR_ARRAY_KERNELS:
         # mixed token-side widths: one ptr-array launch per width over the groups it pads least, back to
         # back on one stream (each launch pays its own launch and last-wave tail)
-        classes = groups_by_width(
-            [[m, n, k] for m, n, k in gemm_problems(problem, cfg.kernel) if m > 0], cfg.token_widths
-        )
-        return sum(
-            sm90_time_s(
-                cfg.model_copy(
-                    update={
-                        "kernel": "grouped_gemm",
-                        "tile": (cfg.tile[0], w, cfg.tile[2]),
-                        "extra_tile_n": (),
-                    }
-                ),
-                {"groups": groups, "dtype": problem.get("dtype")},
-                device,
-            )
-            for w, groups in classes.items()
-        )
+        groups = [[m, n, k] for m, n, k in gemm_problems(problem, cfg.kernel) if m > 0]
+        return _sum_over_widths(cfg, groups, problem.get("dtype"), device)
     if cfg.swap_ab and cfg.kernel not in PTR_ARRAY_KERNELS:  # the kernel runs D^T = B^T A^T: N x M x K
         problem = {**problem, "M": problem["N"], "N": problem["M"]}
     tm, tn, tk = cfg.tile

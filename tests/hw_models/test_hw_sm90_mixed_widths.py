@@ -9,7 +9,6 @@ more rows than there are tokens, where a per-GEMM vendor kernel fits a tile to e
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -35,6 +34,7 @@ from kernelpilot.hw_models.sm90.token_widths import (
 )
 from kernelpilot.targets import get_target_model
 from kernelpilot.tile_tuner.space import SearchSpace
+from tests.support.grouped_programs import compile_for_sm90a, program_width_rule
 
 REPO = Path(__file__).resolve().parents[2]
 CUTLASS = REPO / ".deps" / "cutlass"
@@ -279,20 +279,9 @@ def test_the_program_instantiates_one_kernel_per_width_and_checks_each() -> None
 def test_the_mixed_width_program_compiles_for_sm90a(tmp_path) -> None:
     """One real build (two swap-AB kernels, about two minutes on two cores): the namespaced kernels, the
     shared group arrays and the per-width launches compile against CUTLASS 4.2."""
-    from kernelpilot.dsl_plugins.cuda.grouped_gemm import NVCC_FLAGS
-
-    src = tmp_path / "mixed.cu"
-    src.write_text(_render({"tile": [128, 176, 64], "swap_ab": True, "extra_tile_n": [144]}))
-    recipe = GroupedGemmKernel().build_recipe("sm90", {"cutlass_dir": str(CUTLASS)})
-    flags = [f for f in NVCC_FLAGS if f not in ("-Xptxas", "-v")]
-    r = subprocess.run(
-        [NVCC, *flags, *(f"-I{d}" for d in recipe.include_dirs), "-c", str(src), "-o", str(tmp_path / "m.o")],
-        capture_output=True,
-        text=True,
-        timeout=1200,
+    compile_for_sm90a(
+        NVCC, _render({"tile": [128, 176, 64], "swap_ab": True, "extra_tile_n": [144]}), tmp_path, CUTLASS
     )
-    assert r.returncode == 0, r.stderr[-4000:]
-    assert (tmp_path / "m.o").stat().st_size > 0
 
 
 @pytest.mark.skipif(not shutil.which("g++"), reason="needs g++")
@@ -300,24 +289,7 @@ def test_the_program_assigns_groups_to_widths_by_the_models_rule(tmp_path) -> No
     """The program's ``width_class`` (C++) and the model's :func:`width_for_tokens` put every token count
     from 1 to 2048 on the same width, for a two- and a three-width config: the cost the model ranks by is
     that of the launches the program makes."""
-    import re
-
     for widths in ([176, 160], [256, 224, 144]):
         source = _render({"tile": [128, widths[0], 64], "swap_ab": True, "extra_tile_n": widths[1:]})
-        decls = re.search(
-            r"constexpr int kNumWidths = .*?;\nconstexpr int kWidths\[kNumWidths\] = .*?;\n", source
-        )
-        body = re.search(r"static int width_class\(int tokens\) \{.*?\n\}\n", source, re.S)
-        assert decls and body
-        harness = tmp_path / "width_class.cpp"
-        harness.write_text(
-            "#include <cstdio>\n" + decls.group(0) + body.group(0)
-            + "int main() { for (int t = 1; t <= 2048; ++t) printf(\"%d\\n\", kWidths[width_class(t)]); }\n"
-        )  # fmt: skip
-        exe = tmp_path / "width_class"
-        subprocess.run(["g++", "-std=c++17", str(harness), "-o", str(exe)], check=True, timeout=120)
-        got = [
-            int(x)
-            for x in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
-        ]
+        got = program_width_rule(source, tmp_path)
         assert got == [width_for_tokens(t, tuple(widths)) for t in range(1, 2049)]

@@ -11,9 +11,7 @@ launch, which pays a launch per width, a further width costs the per-group launc
 
 from __future__ import annotations
 
-import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -35,6 +33,7 @@ from kernelpilot.hw_models.sm90.token_widths import (
     width_sets,
 )
 from kernelpilot.targets import get_target_model
+from tests.support.grouped_programs import compile_for_sm90a, program_width_rule
 
 REPO = Path(__file__).resolve().parents[2]
 CUTLASS = REPO / ".deps" / "cutlass"
@@ -126,20 +125,8 @@ def test_the_program_assigns_groups_to_widths_by_the_models_rule(tmp_path) -> No
     count from 1 to 2048 on the same width: the cost the model ranks by is that of the launches made."""
     for widths in ([176, 128], [160, 144, 128]):
         source = _render({**PER_GROUP, "tile": [256, widths[0], 64], "extra_tile_n": widths[1:]})
-        decls = re.search(
-            r"constexpr int kNumWidths = .*?;\nconstexpr int kWidths\[kNumWidths\] = .*?;\n", source
-        )
-        body = re.search(r"static int width_class\(int tokens\) \{.*?\n\}\n", source, re.S)
-        assert decls and body
-        harness = tmp_path / "width_class.cpp"
-        harness.write_text(
-            "#include <cstdio>\n" + decls.group(0) + body.group(0)
-            + "int main() { for (int t = 1; t <= 2048; ++t) printf(\"%d\\n\", kWidths[width_class(t)]); }\n"
-        )  # fmt: skip
-        exe = tmp_path / "width_class"
-        subprocess.run(["g++", "-std=c++17", str(harness), "-o", str(exe)], check=True, timeout=120)
-        out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
-        assert [int(x) for x in out] == [width_for_tokens(t, tuple(widths)) for t in range(1, 2049)]
+        got = program_width_rule(source, tmp_path)
+        assert got == [width_for_tokens(t, tuple(widths)) for t in range(1, 2049)]
 
 
 def test_one_stream_cost_is_each_groups_dense_launch_at_its_width() -> None:
@@ -255,17 +242,4 @@ def test_a_mixed_ptr_array_configs_per_group_neighbour_keeps_its_widths() -> Non
 def test_the_per_group_mixed_width_program_compiles_for_sm90a(tmp_path) -> None:
     """One real build (two dense swap-AB stream-K kernels, about two minutes on two cores): the namespaced
     kernels, the per-width runners and the per-group launches compile against CUTLASS 4.2."""
-    from kernelpilot.dsl_plugins.cuda.grouped_gemm import NVCC_FLAGS
-
-    src = tmp_path / "pg_mixed.cu"
-    src.write_text(_render({**PER_GROUP, "extra_tile_n": [128]}))
-    recipe = GroupedGemmKernel().build_recipe("sm90", {"cutlass_dir": str(CUTLASS)})
-    flags = [f for f in NVCC_FLAGS if f not in ("-Xptxas", "-v")]
-    r = subprocess.run(
-        [NVCC, *flags, *(f"-I{d}" for d in recipe.include_dirs), "-c", str(src), "-o", str(tmp_path / "m.o")],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert r.returncode == 0, r.stderr[-4000:]
-    assert (tmp_path / "m.o").stat().st_size > 0
+    compile_for_sm90a(NVCC, _render({**PER_GROUP, "extra_tile_n": [128]}), tmp_path, CUTLASS)
