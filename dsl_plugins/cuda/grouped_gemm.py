@@ -30,7 +30,7 @@ from kernelpilot.errors import InputError, ToolMissingError
 
 # how a config runs its groups and the streams a per-group launch uses: the sm90 model's values, so the
 # program side accepts exactly what the model's rules allow
-from kernelpilot.hw_models.sm90.gemm import GROUP_STREAMS, LAUNCHES
+from kernelpilot.hw_models.sm90.gemm import FUSED_MAX_GROUPS, GROUP_STREAMS, LAUNCHES
 from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram, TileKernelBase, config_dict
 
 TEMPLATE_VERSION = "1"
@@ -137,6 +137,13 @@ def normalize_gemm_config(config: Any) -> dict[str, Any]:
     tile_scheduler = str(c.get("tile_scheduler") or "persistent")
     if launch == "grouped" and tile_scheduler != "persistent":
         raise ValueError("grouped GEMM has only the group scheduler (no stream-K / split-K)")
+    if launch == "fused":
+        if tile_scheduler != "persistent" or schedule != "cooperative":
+            raise ValueError(
+                "launch fused runs the cooperative kernel's body with its own persistent schedule"
+            )
+        if c.get("swap_ab") or c.get("extra_tile_n") or c.get("streams", 1) != 1:
+            raise ValueError("launch fused takes no swap_ab, extra_tile_n or streams")
     if launch == "per_group" and tile_scheduler not in ("persistent", "streamk"):
         raise ValueError(f"tile_scheduler {tile_scheduler!r}; per-group launches take persistent or streamk")
     if tile_scheduler == "streamk" and schedule != "cooperative":
@@ -149,7 +156,7 @@ def normalize_gemm_config(config: Any) -> dict[str, Any]:
         "epilogue": epilogue,
         "stages": int(stages),
     }
-    if launch == "per_group":  # written only then: grouped configs keep their rendered source and keys
+    if launch != "grouped":  # written only then: grouped configs keep their rendered source and keys
         out.update(launch=launch, tile_scheduler=tile_scheduler)
     streams = c.get("streams", 1)
     if isinstance(streams, bool) or not isinstance(streams, int) or streams not in GROUP_STREAMS:
@@ -184,6 +191,8 @@ def config_label(cfg: dict[str, Any]) -> str:
     if cfg.get("launch") == "per_group":
         pg = "_pergroup" + ("_streamk" if cfg.get("tile_scheduler") == "streamk" else "")
         pg += f"_{cfg['streams']}streams" if cfg.get("streams", 1) > 1 else ""
+    elif cfg.get("launch") == "fused":
+        pg = "_fused"
     swap = "_swap" if cfg.get("swap_ab") else ""
     if cfg.get("extra_tile_n"):
         swap += "_n" + "+".join(str(w) for w in cfg["extra_tile_n"])
@@ -435,11 +444,21 @@ def per_group_context(cfg: dict[str, Any], dtype: str) -> dict[str, Any]:
     return {**ctx, "cutlass_dtype": DTYPES[dtype], "widths": [cfg["tile"][1], *cfg.get("extra_tile_n", [])]}
 
 
+def fused_kernel_source() -> str:
+    """The fused-groups kernel body (a modified copy of CUTLASS's cooperative kernel), pasted into the
+    rendered program so that the program's source - and with it its build-cache key - holds all of it."""
+    from importlib.resources import files
+
+    text = (files("kernelpilot.cpp_templates") / "cuda" / "fused_groups_gemm_sm90.hpp").read_text()
+    return text.replace("#pragma once\n", "", 1)  # a header's guard, a warning in a main file
+
+
 def render_grouped_program(kind: str, cfg: dict[str, Any], dtype: str) -> RenderedProgram:
     from kernelpilot.dsl_plugins.cuda.gemm import template_env
 
     per_group = cfg.get("launch") == "per_group"
-    context = per_group_context(cfg, dtype) if per_group else kernel_context(cfg, dtype)
+    fused = cfg.get("launch") == "fused"
+    context = per_group_context(cfg, dtype) if per_group or fused else kernel_context(cfg, dtype)
     public = {**cfg, "dtype": dtype}
     source = (
         template_env()
@@ -450,6 +469,9 @@ def render_grouped_program(kind: str, cfg: dict[str, Any], dtype: str) -> Render
             config_json=c_string(json.dumps(public, separators=(",", ":"))),
             rtol=RTOL[dtype],
             per_group=per_group,
+            fused=fused,
+            fused_kernel_source=fused_kernel_source() if fused else "",
+            fused_max_groups=FUSED_MAX_GROUPS,
             streams=cfg.get("streams", 1),
             **context,
         )

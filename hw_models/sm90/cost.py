@@ -203,5 +203,6 @@ def sm90_time_s(cfg: Sm90GemmConfig, problem: dict[str, Any], device: Device) ->
         total_compute_path = waves * (mean_steps * step + epilogue + per_tile_fixed)
     per_sm_dram = device.bandwidth_gbs() * 1e9 / cores * SM90_PER_SM_DRAM_SHARE
     memory_path = max(unique_bytes / (device.bandwidth_gbs() * 1e9), max_cta_bytes / per_sm_dram)
-    launch = SM90_KERNEL_LAUNCH_S + (SM90_PTR_ARRAY_RAMP_S if cfg.kernel in PTR_ARRAY_KERNELS else 0.0)
+    # the fused launch (the dense kernel's body over every group) has no ptr-array ramp
+    launch = SM90_KERNEL_LAUNCH_S + (SM90_PTR_ARRAY_RAMP_S if cfg.ptr_array else 0.0)
     return launch + max(total_compute_path, memory_path)

@@ -69,8 +69,15 @@ FIELDS = (
 #: how a grouped / MoE config runs its groups: ``grouped`` = one ptr-array grouped GEMM over all groups
 #: (examples/57_hopper_grouped_gemm); ``per_group`` = the dense sm90 GEMM kernel of the config launched
 #: once per group on one stream (what a ``torch.mm`` loop does with cuBLAS), which brings the dense
-#: kernel's stream-K scheduler and its efficiency on large GEMMs to few large groups
-LAUNCHES = ("grouped", "per_group")
+#: kernel's stream-K scheduler and its efficiency on large GEMMs to few large groups; ``fused`` = the dense
+#: kernel's collectives over every group in one persistent launch, each group's TMA descriptors built on the
+#: host and passed in the kernel parameters (cpp_templates/cuda/fused_groups_gemm_sm90.hpp): no per-group
+#: launch ramp and none of the ptr-array kernel's descriptor rewrites
+LAUNCHES = ("grouped", "per_group", "fused")
+#: the most non-empty groups a ``fused`` launch takes: its kernel parameters hold every group's mainloop and
+#: epilogue parameters (640 + 768 bytes for the bf16 TMA kernels, nvcc 13.0 / CUTLASS 4.2), and kernel
+#: parameters are limited to 32764 bytes; the program static_asserts the sum
+FUSED_MAX_GROUPS = 16
 #: streams a per-group launch spreads its groups over, round robin: with 2, a group's last partial wave
 #: shares the SMs with the next group's first tiles (the groups are independent), which one stream (a
 #: ``torch.mm`` loop) leaves idle
@@ -250,8 +257,8 @@ class Sm90GemmConfig(TileConfig):
             parts.append("swap")
         if self.extra_tile_n:
             parts.append("n" + "+".join(str(w) for w in self.extra_tile_n))
-        if self.launch == "per_group":
-            parts.append("pergroup")
+        if self.launch in ("per_group", "fused"):
+            parts.append(self.launch.replace("_", ""))
         if self.streams != 1:
             parts.append(f"{self.streams}streams")
         return "_".join(parts)

@@ -34,6 +34,7 @@ from kernelpilot.hw_models.sm90.gemm import (
     EPILOGUES,
     FA_KERNELS,
     FIELDS,
+    FUSED_MAX_GROUPS,
     GROUP_STREAMS,
     KERNELS,
     LAUNCHES,
@@ -242,6 +243,25 @@ class Sm90Model(TargetModel):
                 "sm90.launch",
                 f"launch=per_group runs the groups of a grouped_gemm / moe_gemm problem; {cfg.kernel} has none",
             )
+        if cfg.launch == "fused":
+            # the cooperative kernel's body over every group (cpp_templates/cuda/fused_groups_gemm_sm90.hpp):
+            # its own data-parallel persistent schedule, the tokens on the tile's M side, one tile N
+            out.require(
+                cfg.kernel in PTR_ARRAY_KERNELS,
+                "sm90.launch",
+                f"launch=fused runs the groups of a grouped_gemm / moe_gemm problem; {cfg.kernel} has none",
+            )
+            out.require(
+                cfg.schedule == "cooperative" and cfg.tile_scheduler == "persistent",
+                "sm90.launch",
+                "launch=fused is the cooperative kernel's body with a persistent data-parallel schedule; "
+                f"got schedule={cfg.schedule}, tile_scheduler={cfg.tile_scheduler}",
+            )
+            out.require(
+                not cfg.swap_ab and not cfg.extra_tile_n,
+                "sm90.launch",
+                "launch=fused keeps the tokens on the tile's M side (no swap_ab, no extra_tile_n)",
+            )
         if cfg.streams not in GROUP_STREAMS:
             out.fail("sm90.streams", f"streams={cfg.streams}; allowed: {list(GROUP_STREAMS)}")
         elif cfg.streams != 1:
@@ -361,6 +381,14 @@ class Sm90Model(TargetModel):
                 n % (128 // out_bits) == 0,
                 "sm90.alignment",
                 f"{tag}D (row-major) contiguous extent N={n} is not a multiple of {128 // out_bits} elements (16 bytes)",
+            )
+        if cfg.launch == "fused" and cfg.kernel in PTR_ARRAY_KERNELS:
+            groups = sum(1 for m, _, _ in gemm_problems(problem, cfg.kernel) if m > 0)
+            out.require(
+                groups <= FUSED_MAX_GROUPS,
+                "sm90.fused_groups",
+                f"launch=fused passes every group's parameters to the kernel (at most {FUSED_MAX_GROUPS} "
+                f"non-empty groups in the 32764-byte kernel parameter space); the problem has {groups}",
             )
         if cfg.dtype.max_bits != 16 and layout != "rc":
             # MN-major operands are only valid for 16-bit MMAs (sm90_common.inl gmma_ss_tag_to_major_A/B:
