@@ -150,12 +150,15 @@ def build(
             )
         key = json.dumps([dtype, cfg], sort_keys=True)
         reason = vendor_reason(e, min_vendor_ratio)
-        if reason is None and cfg.get("launch") == "per_group":
-            # the exported operator is one grouped launch; the ptr-array kernel of the same tile is not what
+        launch = cfg.get("launch", "grouped")
+        if reason is None and launch != "grouped":
+            # the exported operator is one ptr-array launch; the ptr-array kernel of the same tile is not what
             # the run measured, so the vendor op serves the shape and the table says why
+            how = {"per_group": "launches the dense kernel once per group",
+                   "fused": "runs the dense kernel's body over every group in one launch"}[launch]  # fmt: skip
             reason = (
-                f"the tuned config {config_label(cfg)} launches the dense kernel once per group "
-                "(launch: per_group), which the exported grouped operator does not implement"
+                f"the tuned config {config_label(cfg)} {how} "
+                f"(launch: {launch}), which the exported grouped operator does not implement"
             )
         if reason is None and cfg.get("extra_tile_n"):
             reason = (

@@ -843,6 +843,15 @@ def test_per_group_winner_is_served_by_the_vendor_op_with_the_reason() -> None:
     assert row.kernel is None and "launch: per_group" in row.vendor_reason and not table.kernels
 
 
+def test_fused_winner_is_served_by_the_vendor_op_with_the_reason() -> None:
+    """Likewise a fused-launch winner (the dense kernel's body over every group in one launch, its
+    descriptors in the kernel parameters): not the exported ptr-array launch."""
+    config = {"tile": [128, 256, 64], "schedule": "cooperative", "launch": "fused"}
+    table = _grouped_vendor_table(config, (1035, 1044, 1011, 1000), 4096, 14336, "128x256x64_c1x1_coop_fused")
+    (row,) = table.rows
+    assert row.kernel is None and "launch: fused" in row.vendor_reason and not table.kernels
+
+
 def test_mixed_width_winner_is_served_by_the_vendor_op_with_the_reason() -> None:
     """A mixed-width winner (extra_tile_n: one swap-AB launch per token-side width) is not one grouped
     launch either: the vendor op serves its shape and the row names the reason."""
