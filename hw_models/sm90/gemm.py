@@ -87,6 +87,8 @@ GROUP_STREAMS = (1, 2)
 #: 192-wide tiles: 256x192 cooperative and 128x192 ping-pong hold the most accumulators ptxas keeps in
 #: registers, so they read the fewest operand bytes per FLOP of any legal tile)
 ENUM_PER_GROUP_TILE_M = (128, 256)
+#: whether the space enumerates the fused launch (the per-group family's cooperative tiles in one launch)
+ENUM_FUSED = False
 ENUM_PER_GROUP_TILE_N = (128, 192, 256)
 
 # Candidate axes for enumeration.  Tiles are the products of the generator's WGMMA shapes
@@ -176,6 +178,8 @@ def enum_families(kernel: str, pair: DTypePair, problem: dict[str, Any] | None) 
     if kernel in PTR_ARRAY_KERNELS:
         per_group = (("cooperative", "persistent"), ("cooperative", "streamk"), ("pingpong", "persistent"))
         families.append((ENUM_PER_GROUP_TILE_M, ENUM_PER_GROUP_TILE_N, per_group, False, "per_group"))
+        if ENUM_FUSED:  # the per-group family's tiles, cooperative, in one launch over every group
+            families.append((ENUM_PER_GROUP_TILE_M, ENUM_PER_GROUP_TILE_N, per_group[:1], False, "fused"))
         token_ns = swap_token_tile_ns(problem, kernel)
         if token_ns:
             families.append((ENUM_TILE_M, token_ns, persistent, True, "grouped"))
