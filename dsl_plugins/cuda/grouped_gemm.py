@@ -528,7 +528,11 @@ class GroupedGemmKernel(TileKernelBase):
         # (sm90_tile_scheduler_group.hpp get_tiled_cta_shape_mnl), so get_log_swizzle_size sees a
         # dimension of 1 and always picks none: a ptr-array swizzle variant would rerun swizzle 1.
         variants: list[dict[str, Any]] = [{"raster": "M", "swizzle": 1}, {"raster": "N", "swizzle": 1}]
-        per_group = config is not None and config_dict(config).get("launch") == "per_group"
+        launch = config_dict(config).get("launch") if config is not None else None
+        if launch == "fused":
+            # the fused kernel's own walk applies the swizzle within each group (strips of 2-8 units)
+            return variants + [{"raster": r, "swizzle": s} for s in (2, 4, 8) for r in ("M", "N")]
+        per_group = launch == "per_group"
         if per_group and max(g[0] for g in problem["groups"]) >= 1024:
             # both orders at both widths: on one large group the dense kernel ran fastest with N:8 on
             # Llama-3-8B's MLP up, M:8 and N:8 within 0.2 % on Qwen3-8B's down

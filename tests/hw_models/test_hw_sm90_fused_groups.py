@@ -167,6 +167,16 @@ def test_every_tile_of_every_group_is_walked_exactly_once(tmp_path, cluster, ras
         assert first == [(0, 0), (1, 0), (2, 0), (0, 1)]
 
 
+def test_the_fused_launch_is_timed_with_its_swizzle_variants() -> None:
+    """The fused kernel's own walk applies the swizzle (CUTLASS's group scheduler ignores it), so its runs
+    measure swizzle 2-8 in both raster orders; the ptr-array launch keeps its two orders."""
+    kernel = GroupedGemmKernel()
+    fused = kernel.runtime_variants({"tile": [128, 256, 64], "launch": "fused"}, LLAMA)
+    assert {(v["raster"], v["swizzle"]) for v in fused} == {(r, s) for r in "MN" for s in (1, 2, 4, 8)}
+    grouped = kernel.runtime_variants({"tile": [128, 256, 64]}, LLAMA)
+    assert {(v["raster"], v["swizzle"]) for v in grouped} == {("M", 1), ("N", 1)}
+
+
 def test_the_fused_estimate_is_the_grouped_grid_without_the_ptr_array_ramp() -> None:
     fused = _cfg()
     grouped = fused.model_copy(update={"launch": "grouped"})
