@@ -21,14 +21,10 @@ On a GPU machine, from the repository root after ``source benchmarks/device_setu
 
 from __future__ import annotations
 
-import argparse
-import datetime
-import json
 import sys
-from pathlib import Path
 from typing import Any
 
-from pergroup_mixed_probe import _gpu_name, build, measure, workload_problem
+from pergroup_mixed_probe import probe_main, workload_problem
 
 FUSED = {"launch": "fused"}
 PG2 = {"launch": "per_group", "streams": 2}
@@ -82,41 +78,7 @@ def configs_for(name: str) -> tuple[str, dict[str, Any], list[Any]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cache", required=True, help="build cache (content-addressed: a CPU prebuild is a hit)")
-    ap.add_argument("--only", default="", help="comma-separated workload names")
-    ap.add_argument("--work", default="/tmp/kp_fused_probe")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--jobs", type=int, default=16)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--plan", action="store_true", help="build only; run nothing")
-    args = ap.parse_args()
-    names = args.only.split(",") if args.only else list(BASES)
-    Path(args.work).mkdir(parents=True, exist_ok=True)
-    specs = {n: configs_for(n) for n in names}
-    built = {
-        n: build(k, p, cs, Path(args.cache), Path(args.work), args.jobs) for n, (k, p, cs) in specs.items()
-    }
-    if args.plan:
-        print(json.dumps({n: [c.label() for c in cs] for n, (_, _, cs) in specs.items()}, indent=1))
-        return
-    import torch
-
-    rec: dict[str, Any] = {
-        "what": __doc__.split("\n\n")[0],
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": " ".join(sys.argv),
-        "device": _gpu_name(),
-        "torch": torch.__version__,
-        "rounds": args.rounds,
-        "workloads": {},
-    }
-    # written after each workload: a call cut short keeps what it measured
-    for n, (k, p, cs) in specs.items():
-        rec["workloads"][n] = measure(n, k, p, cs, built[n], args.rounds)
-        Path(args.out).write_text(json.dumps(rec, indent=1))
-    print(json.dumps({n: [(r["config"], round(r["median_ms"], 4), round(r["loop_over_config"], 3)) for r in w["configs"]]
-                      for n, w in rec["workloads"].items()}, indent=1))  # fmt: skip
+    probe_main(__doc__, BASES, configs_for, "/tmp/kp_fused_probe")
 
 
 if __name__ == "__main__":

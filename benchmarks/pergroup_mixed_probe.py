@@ -175,19 +175,22 @@ def _gpu_name() -> str:
     return torch.cuda.get_device_name()
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def probe_main(doc: str, bases: dict[str, Any], configs_of: Any, default_work: str) -> None:
+    """The command line both interleaved-round probes share (this one and fused_groups_probe.py): build
+    every workload's configs (``configs_of(name)`` -> kind, problem, configs), then, unless ``--plan``, time
+    them with the loop and write the record after each workload."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--cache", required=True, help="build cache (content-addressed: a CPU prebuild is a hit)")
     ap.add_argument("--only", default="", help="comma-separated workload names")
-    ap.add_argument("--work", default="/tmp/kp_pgmixed_probe")
+    ap.add_argument("--work", default=default_work)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--jobs", type=int, default=16)
     ap.add_argument("--out", required=True)
     ap.add_argument("--plan", action="store_true", help="build only; run nothing")
     args = ap.parse_args()
-    names = args.only.split(",") if args.only else list(BASES)
+    names = args.only.split(",") if args.only else list(bases)
     Path(args.work).mkdir(parents=True, exist_ok=True)
-    specs = {n: configs_for(n) for n in names}
+    specs = {n: configs_of(n) for n in names}
     built = {
         n: build(k, p, cs, Path(args.cache), Path(args.work), args.jobs) for n, (k, p, cs) in specs.items()
     }
@@ -197,7 +200,7 @@ def main() -> None:
     import torch
 
     rec: dict[str, Any] = {
-        "what": __doc__.split("\n\n")[0],
+        "what": doc.split("\n\n")[0],
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": " ".join(sys.argv),
         "device": _gpu_name(),
@@ -211,6 +214,10 @@ def main() -> None:
         Path(args.out).write_text(json.dumps(rec, indent=1))
     print(json.dumps({n: [(r["config"], round(r["median_ms"], 4), round(r["loop_over_config"], 3)) for r in w["configs"]]
                       for n, w in rec["workloads"].items()}, indent=1))  # fmt: skip
+
+
+def main() -> None:
+    probe_main(__doc__, BASES, configs_for, "/tmp/kp_pgmixed_probe")
 
 
 if __name__ == "__main__":
