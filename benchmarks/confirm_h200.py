@@ -183,6 +183,19 @@ def cached_programs(per_recipe: dict[str, tuple[Any, Any, dict[str, Any]]], cach
     }
 
 
+def compile_slots_scale(programs: int, jobs: int, memory_fit: float, has_deadline: bool) -> float:
+    """The share of ``programs`` that compile at once (each nvcc is one thread), never more than the
+    compilers' memory fits (``memory_fit``: fitting jobs / programs).
+
+    Without a deadline, up to about 2x ``jobs`` at once: a wave boundary per recipe would leave cores
+    idle. With one, at most ``jobs``: a deadline stops the build wherever it is, and only finished programs
+    are cached, so programs must finish one after another; with every program started at once, an H100
+    call's 56 grouped programs of several kernels each (27 at a time on 16 cores) had finished none when
+    its deadline stopped the build at 273 s."""
+    slots = (1.0 if has_deadline else 2.0) * jobs
+    return min(1.0, slots / max(1, programs), memory_fit)
+
+
 def prebuild(
     plans: dict[str, Any],
     files: dict[str, Path],
@@ -197,11 +210,9 @@ def prebuild(
     from kernelpilot.tile_tuner.builder import BuildCache, build_batch
 
     per_recipe = build_items(plans, files)
-    # every program compiles at once (up to about 2x the cores: each nvcc is one thread, and a wave
-    # boundary per recipe would leave cores idle), fewer where the compilers' memory would not fit
     want = {f: len(v[2]) for f, v in per_recipe.items()}
     mem = sum(n * per_recipe[f][1].memory_gb_per_job for f, n in want.items())
-    scale = min(1.0, 2.0 * jobs / max(1, sum(want.values())), mem_gb / mem if mem else 1.0)
+    scale = compile_slots_scale(sum(want.values()), jobs, mem_gb / mem if mem else 1.0, deadline is not None)
     cache_obj = BuildCache(cache)
     result: dict[str, Any] = {}
 

@@ -137,3 +137,13 @@ def test_resume_from_a_missing_folder_is_refused_by_name(tmp_path):
                        capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode == 2 and "--resume" in r.stderr and "nope" in r.stderr
     assert not (tmp_path / "w").exists()
+
+
+def test_compile_slots_leave_finished_programs_when_a_deadline_stops_the_build():
+    """With a deadline only as many programs compile at once as there are jobs, so the ones that finish
+    before it are cached; without one up to twice as many; never more than memory fits."""
+    drv = load_benchmark_script("confirm_h200")
+    assert drv.compile_slots_scale(56, 16, 1.0, has_deadline=True) * 56 == 16
+    assert drv.compile_slots_scale(56, 16, 1.0, has_deadline=False) * 56 == 32
+    assert drv.compile_slots_scale(8, 16, 1.0, has_deadline=True) == 1.0  # fewer programs than jobs: all at once
+    assert drv.compile_slots_scale(56, 16, 0.1, has_deadline=False) == 0.1  # memory binds first
