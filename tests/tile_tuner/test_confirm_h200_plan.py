@@ -145,5 +145,6 @@ def test_compile_slots_leave_finished_programs_when_a_deadline_stops_the_build()
     drv = load_benchmark_script("confirm_h200")
     assert drv.compile_slots_scale(56, 16, 1.0, has_deadline=True) * 56 == 16
     assert drv.compile_slots_scale(56, 16, 1.0, has_deadline=False) * 56 == 32
-    assert drv.compile_slots_scale(8, 16, 1.0, has_deadline=True) == 1.0  # fewer programs than jobs: all at once
+    # fewer programs than jobs: all at once
+    assert drv.compile_slots_scale(8, 16, 1.0, has_deadline=True) == 1.0
     assert drv.compile_slots_scale(56, 16, 0.1, has_deadline=False) == 0.1  # memory binds first
