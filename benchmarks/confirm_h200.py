@@ -28,7 +28,9 @@ root on the GPU machine:
 ``--plan-only`` (any machine) writes the batches and the dry-run plans and prints the build counts
 (per kind, and the unique programs per build family with how many ``--cache`` already holds);
 ``--build-only`` plans and builds every program into ``--cache`` and stops: a prebuild on a CPU machine
-with the same nvcc and CUTLASS, whose binaries the GPU call finds as cache hits.
+with the same nvcc and CUTLASS, whose binaries the GPU call finds as cache hits; ``--build-labels`` keeps
+that build to the programs of the named config labels (the finalists a ``--resume`` call confirms again:
+its search is served from the store, so it builds nothing else).
 """
 
 from __future__ import annotations
@@ -145,10 +147,13 @@ def plan(files: dict[str, Path], work: Path) -> dict[str, Any]:
     return plans
 
 
-def build_items(plans: dict[str, Any], files: dict[str, Path]) -> dict[str, tuple[Any, Any, dict[str, Any]]]:
-    """family (gemm, fmha, grouped) -> (kernel, recipe, cache key -> BuildItem) of every planned program;
-    programs several workloads share (one grouped binary serves every grouped and MoE shape, one FMHA
-    binary a head dim and mask) appear once."""
+def build_items(
+    plans: dict[str, Any], files: dict[str, Path], labels: set[str] | None = None
+) -> dict[str, tuple[Any, Any, dict[str, Any]]]:
+    """family (gemm, fmha, grouped) -> (kernel, recipe, cache key -> BuildItem) of every planned program
+    (with ``labels``, only the programs of those config labels: a call that re-confirms from a store needs
+    its finalists' programs only); programs several workloads share (one grouped binary serves every
+    grouped and MoE shape, one FMHA binary a head dim and mask) appear once."""
     from kernelpilot.tile_tuner.batch import load_batch
     from kernelpilot.tile_tuner.builder import BuildItem
     from kernelpilot.tile_tuner.kernels import get_tile_kernel
@@ -166,6 +171,8 @@ def build_items(plans: dict[str, Any], files: dict[str, Path]) -> dict[str, tupl
             _, recipe, items = per_recipe[family]
             problem = kernel.validate_problem(raw_dims[w["name"]], w["dtype"], w["name"])
             for entry in w["planned"]:
+                if labels is not None and entry["label"] not in labels:
+                    continue
                 prog = kernel.render(entry["config"], problem, "sm90")
                 item = BuildItem.create(prog, recipe, kernel.template_version, entry["label"])
                 items.setdefault(item.cache_key, item)
@@ -204,12 +211,13 @@ def prebuild(
     jobs: int,
     mem_gb: float = 100.0,
     deadline: float | None = None,
+    labels: set[str] | None = None,
 ) -> dict[str, Any]:
     """Every planned program in one parallel step: one builder thread per recipe (GEMM, FMHA, grouped);
     builds still running at ``deadline`` (epoch seconds) are stopped, so the tune phases keep their time."""
     from kernelpilot.tile_tuner.builder import BuildCache, build_batch
 
-    per_recipe = build_items(plans, files)
+    per_recipe = build_items(plans, files, labels)
     want = {f: len(v[2]) for f, v in per_recipe.items()}
     mem = sum(n * per_recipe[f][1].memory_gb_per_job for f, n in want.items())
     scale = compile_slots_scale(sum(want.values()), jobs, mem_gb / mem if mem else 1.0, deadline is not None)
@@ -402,6 +410,12 @@ def main() -> int:
     )
     ap.add_argument("--cache", default="", help="build cache (default WORK/cache), e.g. one filled on a CPU")
     ap.add_argument(
+        "--build-labels",
+        default="",
+        help="comma list of config labels: the build step builds only the planned programs of these "
+        "(e.g. the finalists a --resume call confirms again)",
+    )
+    ap.add_argument(
         "--resume",
         default="",
         help="folder holding store_<kind>.sqlite of an earlier call: its tune phases go on from those stores",
@@ -454,6 +468,7 @@ def main() -> int:
     def left() -> float:
         return args.deadline_s - (time.time() - t_start)
 
+    labels = set(args.build_labels.split(",")) if args.build_labels else None
     budgets = {k: int(v) for k, v in (x.split("=") for x in args.budget.split(",") if x)}
     only = set(args.workloads.split(",")) if args.workloads else None
     known = {name for kind in KIND_ORDER for name in kind_workloads()[kind]}
@@ -472,7 +487,7 @@ def main() -> int:
             for name, doc in plans.items()
         }
         if args.plan_only:  # what the build step will compile, and what a carried cache already holds
-            summary["build_plan"] = cached_programs(build_items(plans, files), cache)
+            summary["build_plan"] = cached_programs(build_items(plans, files, labels), cache)
         save()
         print(
             json.dumps(
@@ -483,7 +498,7 @@ def main() -> int:
         return 0
     if "build" in phases and plans:
         t0 = time.time()
-        summary["phases"]["build"] = {"families": prebuild(plans, files, cache, work, args.jobs, deadline=t_start + args.deadline_s - 240),
+        summary["phases"]["build"] = {"families": prebuild(plans, files, cache, work, args.jobs, deadline=t_start + args.deadline_s - 240, labels=labels),
                                       "wall_s": round(time.time() - t0, 1)}  # fmt: skip
         save()
     if args.build_only:

@@ -148,3 +148,24 @@ def test_compile_slots_leave_finished_programs_when_a_deadline_stops_the_build()
     # fewer programs than jobs: all at once
     assert drv.compile_slots_scale(8, 16, 1.0, has_deadline=True) == 1.0
     assert drv.compile_slots_scale(56, 16, 0.1, has_deadline=False) == 0.1  # memory binds first
+
+
+def test_build_labels_keep_only_those_programs_in_the_build(tmp_path):
+    """A call that confirms again from a store needs its finalists' programs only: --build-labels keeps
+    the build (and the plan's count of unique programs) to the planned programs of those labels."""
+    out, work = tmp_path / "out", tmp_path / "work"
+    base = [sys.executable, str(REPO / "benchmarks" / "confirm_h200.py"), "--out", str(out), "--work", str(work),
+            "--plan-only", "--phases", "plan,grouped_gemm", "--workloads", "phi3_medium_qkv_varlen16",
+            "--budget", "grouped_gemm=4", "--cache", str(tmp_path / "cache")]  # fmt: skip
+    r = subprocess.run(base, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    planned = json.loads((work / "plan_grouped_gemm" / "plan.json").read_text())["workloads"][0]["planned"]
+    labels = [e["label"] for e in planned]
+    assert len(labels) == 4
+    everything = json.loads((out / "summary.json").read_text())["build_plan"]["grouped"]["programs"]
+    assert everything == 4
+    r = subprocess.run(
+        [*base, "--build-labels", ",".join(labels[:2])], capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads((out / "summary.json").read_text())["build_plan"]["grouped"]["programs"] == 2
