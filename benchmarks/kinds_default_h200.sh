@@ -15,7 +15,8 @@
 # swap-AB family out; the prebuilt cache must then come from a prebuild with the same --space.
 # WORKLOADS (comma list) runs only those workloads of the phases' kinds, e.g. the rows a change is meant for.
 # RESUME names a carried folder with the store_<phase>.sqlite files of an earlier call: its tune phases go on
-# from them instead of measuring again.
+# from them instead of measuring again. BUILD_LABELS (comma list of config labels) builds only those programs,
+# e.g. the finalists such a resumed call confirms again (its search is served from the store).
 # Writes into $OUT: summary.json, run_kinds.json, log.txt, driver.log, hbm_copy.json, nvidia_smi.txt and
 # store_<phase>.sqlite per tune phase.
 set -o pipefail
@@ -28,5 +29,5 @@ timeout 60 python3 benchmarks/hbm_copy_h200.py --out "$OUT/hbm_copy.json" 2>&1 |
 BUDGETS=$(echo "$PHASES" | tr ',' '\n' | sed 's/$/=16/' | paste -sd, -)
 BUDGET_S=${BUDGET_S:-560} bash benchmarks/confirm_h200.sh --phases "plan,build,$PHASES" --budget "$BUDGETS" \
   --cache /tmp/kp_cache ${SPACE:+--space "$SPACE"} ${RESUME:+--resume "$RESUME"} \
-  ${WORKLOADS:+--workloads "$WORKLOADS"} 2>&1 | tail -40
+  ${WORKLOADS:+--workloads "$WORKLOADS"} ${BUILD_LABELS:+--build-labels "$BUILD_LABELS"} 2>&1 | tail -40
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit --format=csv > "$OUT/nvidia_smi.txt"
