@@ -783,6 +783,7 @@ SPLIT_RUN = REPO / "benchmarks" / "results" / "kinds_t4_h100_decode_run_kinds.js
 
 
 @pytest.mark.slow
+@pytest.mark.extra_build
 @needs_tools
 def test_a_recorded_split_kv_winner_exports_and_its_kernel_compiles_for_sm90a(tmp_path):
     """The decode run recorded on an H100 (its Llama-3-8B b4 kv32k winner is split-KV) exports with the

@@ -186,6 +186,7 @@ def test_the_fused_estimate_is_the_grouped_grid_without_the_ptr_array_ramp() -> 
 
 
 @pytest.mark.slow
+@pytest.mark.extra_build
 @pytest.mark.skipif(
     NVCC is None or not (CUTLASS / "cutlass_library" / "source" / "include").is_dir(),
     reason="needs nvcc and the CUTLASS headers (pip install --target .deps/cutlass nvidia-cutlass)",

@@ -272,6 +272,7 @@ def test_the_program_instantiates_one_kernel_per_width_and_checks_each() -> None
 
 
 @pytest.mark.slow
+@pytest.mark.extra_build
 @pytest.mark.skipif(
     not (NVCC and (CUTLASS / "cutlass_library" / "source" / "include").exists()),
     reason="needs nvcc and the CUTLASS headers in .deps/cutlass",

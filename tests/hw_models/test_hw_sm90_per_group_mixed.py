@@ -235,6 +235,7 @@ def test_a_mixed_ptr_array_configs_per_group_neighbour_keeps_its_widths() -> Non
 
 
 @pytest.mark.slow
+@pytest.mark.extra_build
 @pytest.mark.skipif(
     not (NVCC and (CUTLASS / "cutlass_library" / "source" / "include").exists()),
     reason="needs nvcc and the CUTLASS headers in .deps/cutlass",
