@@ -179,6 +179,19 @@ def build_items(
     return per_recipe
 
 
+def planned_labels(plans: dict[str, Any]) -> list[str]:
+    """Every config label the dry-run plans hold."""
+    return sorted(
+        {e["label"] for doc in plans.values() for w in (doc or {}).get("workloads", []) for e in w["planned"]}
+    )
+
+
+def unknown_build_labels(plans: dict[str, Any], labels: set[str]) -> list[str]:
+    """The ``labels`` no planned config carries: a typo in --build-labels would otherwise shrink the prebuild
+    silently, and the GPU call would build the missing programs on its own time."""
+    return sorted(labels - set(planned_labels(plans)))
+
+
 def cached_programs(per_recipe: dict[str, tuple[Any, Any, dict[str, Any]]], cache: Path) -> dict[str, Any]:
     """Per family: unique programs and how many of them ``cache`` already holds (a carried prebuild)."""
     from kernelpilot.tile_tuner.builder import BuildCache
@@ -482,6 +495,13 @@ def main() -> int:
     plans: dict[str, Any] = {}
     if "plan" in phases:
         plans = plan(files, work)
+        unknown = unknown_build_labels(plans, labels) if labels else []
+        if unknown:
+            print(
+                f"error: --build-labels: {unknown} match no planned config; planned: {planned_labels(plans)}",
+                file=sys.stderr,
+            )
+            return 2
         summary["phases"]["plan"] = {
             name: {"programs": sum(p["programs"] for p in doc["projects"]) if doc else None}
             for name, doc in plans.items()

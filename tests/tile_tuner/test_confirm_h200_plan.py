@@ -169,3 +169,21 @@ def test_build_labels_keep_only_those_programs_in_the_build(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     assert json.loads((out / "summary.json").read_text())["build_plan"]["grouped"]["programs"] == 2
+
+
+def test_build_label_matching_no_planned_config_is_refused_with_the_planned_labels(tmp_path):
+    """A mistyped --build-labels entry must not shrink the prebuild silently: the driver exits 2 and names
+    the unknown label and the planned ones."""
+    out, work = tmp_path / "out", tmp_path / "work"
+    base = [sys.executable, str(REPO / "benchmarks" / "confirm_h200.py"), "--out", str(out), "--work", str(work),
+            "--plan-only", "--phases", "plan,grouped_gemm", "--workloads", "phi3_medium_qkv_varlen16",
+            "--budget", "grouped_gemm=2", "--cache", str(tmp_path / "cache")]  # fmt: skip
+    r = subprocess.run(
+        [*base, "--build-labels", "128x256x64_c9x9_typo"], capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 2
+    assert "--build-labels: ['128x256x64_c9x9_typo'] match no planned config" in r.stderr
+    planned = json.loads((work / "plan_grouped_gemm" / "plan.json").read_text())["workloads"][0]["planned"]
+    assert len(planned) == 2
+    for entry in planned:
+        assert entry["label"] in r.stderr
