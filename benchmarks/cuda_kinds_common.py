@@ -28,6 +28,13 @@ chosen because each leans on a rule the earlier ones do not:
   moe_intermediate_size 1408) gate/up: many small experts (about 384 rows each) and N = 2 x 1408 =
   2816, which 256-wide tiles cover in 11 and 192-wide tiles in 14.7 columns: small groups and the
   wave-fit tile rules.
+* DeepSeek-V3 (``deepseek-ai/DeepSeek-V3``: 256 routed experts, top-8, hidden 7168,
+  moe_intermediate_size 2048) gate/up and down: the most and smallest groups here (256 experts of
+  about 128 rows each, one token-side tile per group), with a long K = 7168 (gate/up) and the widest
+  N = 7168 (down): the per-group cost of the grouped scheduler and the token-side tile width.
+* Qwen3-235B-A22B (``Qwen/Qwen3-235B-A22B``: 128 experts, top-8, hidden 4096, moe_intermediate_size
+  1536) down: about 256 rows per expert and a short K = 1536 (24 steps of 64), where the prologue and
+  the epilogue weigh most against the mainloop.
 * Phi-3-medium (``microsoft/Phi-3-medium-4k-instruct``: hidden 5120, 40 q / 10 kv heads of 128)
   fused qkv projection over 16 variable-length requests: N = 5120 + 2 x 1280 = 7680, which 192-wide
   tiles divide exactly (40) and 256-wide ones too (30), with short groups of 64..1024 rows.
@@ -70,6 +77,17 @@ MOE_WORKLOADS: dict[str, dict[str, Any]] = {
     "deepseek_v2_lite_gate_up": {
         "tokens": 4096, "experts": 64, "top_k": 6, "N": 2816, "K": 2048, "proj": "gate_up", "routing": "uniform",
     },
+    # DeepSeek-V3: 256 routed experts, top-8, hidden 7168, moe_intermediate_size 2048 (gate_up fused: 4096)
+    "deepseek_v3_gate_up": {
+        "tokens": 4096, "experts": 256, "top_k": 8, "N": 4096, "K": 7168, "proj": "gate_up", "routing": "uniform",
+    },
+    "deepseek_v3_down": {
+        "tokens": 4096, "experts": 256, "top_k": 8, "N": 7168, "K": 2048, "proj": "down", "routing": "uniform",
+    },
+    # Qwen3-235B-A22B: 128 experts, top-8, hidden 4096, moe_intermediate_size 1536 (down: K = 1536)
+    "qwen3_235b_a22b_down": {
+        "tokens": 4096, "experts": 128, "top_k": 8, "N": 4096, "K": 1536, "proj": "down", "routing": "uniform",
+    },
 }  # fmt: skip
 FA_PREFILL_WORKLOADS: dict[str, dict[str, Any]] = {
     "llama3_8b_prefill_4k": {
@@ -92,6 +110,22 @@ FA_PREFILL_WORKLOADS: dict[str, dict[str, Any]] = {
         "num_heads_kv": 8,
         "seq_qo": 4096,
         "head_dim": 64,
+    },
+    # Qwen2.5-7B: 28 q / 4 kv heads (a GQA group of 7), head dim 128
+    "qwen25_7b_prefill_4k": {
+        "batch": 4,
+        "num_heads_q": 28,
+        "num_heads_kv": 4,
+        "seq_qo": 4096,
+        "head_dim": 128,
+    },
+    # Phi-3-medium: 40 q / 10 kv heads, head dim 128
+    "phi3_medium_prefill_4k": {
+        "batch": 4,
+        "num_heads_q": 40,
+        "num_heads_kv": 10,
+        "seq_qo": 4096,
+        "head_dim": 128,
     },
     # Gemma-3-12B global-attention layer: 16 q / 8 kv heads, head dim 256
     "gemma3_12b_prefill_4k": {

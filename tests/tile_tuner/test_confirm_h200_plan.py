@@ -39,6 +39,11 @@ NEW_WORKLOADS = {
     "mixtral_8x7b_down": "moe_gemm",
     "deepseek_v2_lite_gate_up": "moe_gemm",
     "phi3_medium_qkv_varlen16": "grouped_gemm",
+    "deepseek_v3_gate_up": "moe_gemm",
+    "deepseek_v3_down": "moe_gemm",
+    "qwen3_235b_a22b_down": "moe_gemm",
+    "qwen25_7b_prefill_4k": "fa_prefill",
+    "phi3_medium_prefill_4k": "fa_prefill",
 }
 
 
