@@ -21,8 +21,9 @@ chosen because each leans on a rule the earlier ones do not:
   H200's 132 SMs: the split-KV rule's borderline case.
 * Qwen2.5-7B and Phi-3-medium (``microsoft/Phi-3-medium-4k-instruct``: 40 q / 10 kv heads, head_dim
   128) causal prefill: head-dim-128 prefill with head counts that are not powers of two (28 / 4 with a
-  GQA group of 7; 40 / 10): the prefill kernel's query-head to KV-head mapping and its persistent
-  tile walk over a head count that no power-of-two tiling divides.
+  GQA group of 7; 40 / 10): the prefill kernel's query-head to KV-head mapping, and a grid of
+  (query tile, head, batch) blocks whose count fills the 132 SMs differently from the 32- and 64-head
+  rows.
 * Llama-2-7B (``meta-llama/Llama-2-7b-hf``: 32 q / 32 kv heads, head_dim 128) decode: multi-head
   attention (group of 1), one query row per K/V stream, the most memory-bound decode here.
 * Mixtral-8x7B (``mistralai/Mixtral-8x7B-v0.1``: 8 experts, top-2, hidden 4096, intermediate 14336)
