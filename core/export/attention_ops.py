@@ -63,10 +63,10 @@ class AttentionTable:
 def per_head_reason(dims: dict[str, Any], min_vendor_ratio: float) -> str | None:
     """Why a causal grouped-query problem goes to SDPA although the run kept its kernel, or None.
 
-    The tuning program times such a problem as multi-head attention over Hq heads with K and V already
-    per query head (``fmha.program_dims``); the operator, given K and V with Hkv heads, runs one launch
-    per query head of a group (each with its own causal tail), and the run's ratio against SDPA is not
-    the operator's.  Measured on the H200 (benchmarks/results/export_kinds_h200_perhead.json) that path
+    The operator, given K and V with Hkv heads, runs one launch per query head of a group (each with its
+    own causal tail).  The tuning program ran such a problem in one launch: prefill template 3 over Hq
+    heads with K and V copied per query head, template 5 with each K/V head shared by its G query heads
+    (``fmha.program_dims``).  Either way the run's ratio against SDPA is not the operator's.  Measured on the H200 (benchmarks/results/export_kinds_h200_perhead.json) that path
     was 10-60 % slower than cuDNN SDPA on every causal GQA row, so SDPA serves them unless
     ``--min-vendor-ratio 0`` asks for every tuned kernel."""
     if min_vendor_ratio <= 0 or not dims["causal"] or dims["num_heads_q"] == dims["num_heads_kv"]:

@@ -38,7 +38,10 @@ from kernelpilot.tile_tuner.kernel_api import BuildRecipe, RenderedProgram, Tile
 #: 2: timed launches replayed from a CUDA graph; 3: built with -ftz=true (FMHA_NVCC_FLAGS); 4 (decode):
 #: split-KV chunks read Q in place (no replication launch), the combine launch overlaps the attention
 #: kernel's tail (programmatic dependent launch)
-TEMPLATE_VERSIONS = {"fa_prefill": "3", "fa_decode": "4"}
+# fa_prefill 5: a causal grouped-query problem runs as one launch whose G query heads share their K/V head
+# (head stride 0, ``--g``); before, the program took K/V per query head.  The decode programs keep
+# template 4's source byte for byte (their build-cache keys stay valid).
+TEMPLATE_VERSIONS = {"fa_prefill": "5", "fa_decode": "4"}
 #: The grouped programs' flags plus ``-ftz=true``.  The collective's softmax calls ``exp2f``; without
 #: denormal flushing nvcc wraps every MUFU.EX2 in a range test and two multiplies (the subnormal path), three
 #: extra ALU instructions per score on the softmax's critical path (the FMHA kernel of the hd64 prefill
@@ -194,13 +197,21 @@ def validate_fa_dims(dims: dict[str, Any], where: str, decode: bool) -> dict[str
     return {**v, "causal": causal}
 
 
-def program_dims(problem: dict[str, Any]) -> dict[str, int]:
-    """The (b, h, q, k) the program runs: GQA heads packed into rows when no mask is applied."""
+def program_dims(problem: dict[str, Any], kv_groups: bool = False) -> dict[str, int]:
+    """The (b, h, q, k) the program runs, and with ``kv_groups`` (the prefill programs, which read
+    ``--g``) g for a causal grouped-query problem.
+
+    Without a mask the G query heads of one K/V head are packed into query rows (one K/V read serves
+    G x seq_qo rows).  Under the causal mask packing would misplace the mask, so the G heads stay heads;
+    a prefill program shares their K/V head by stride 0 (``--g``, template 5), so K and V hold
+    num_heads_kv heads, as the user's tensors and SDPA's ``enable_gqa`` do; a decode program (template
+    4, no ``--g``) takes K/V per query head."""
     g = problem["num_heads_q"] // problem["num_heads_kv"]
     if problem["causal"] or g == 1:
         return {
             "b": problem["batch"],
             "h": problem["num_heads_q"],
+            **({"g": g} if kv_groups and g > 1 else {}),
             "q": problem["seq_qo"],
             "k": problem["seq_kv"],
         }
@@ -269,10 +280,17 @@ def kernel_context(cfg: dict[str, Any], dtype: str, causal: bool) -> dict[str, A
 
 
 def render_fmha_program(
-    kind: str, cfg: dict[str, Any], problem: dict[str, Any], env: Any = None, version: str = ""
+    kind: str,
+    cfg: dict[str, Any],
+    problem: dict[str, Any],
+    env: Any = None,
+    version: str = "",
+    kv_groups: bool | None = None,
 ) -> RenderedProgram:
     """The program of one config; ``env`` (a ``template_env``) and ``version`` render other templates than
-    the package's (an A/B benchmark's earlier revision, with the version it had)."""
+    the package's (an A/B benchmark's earlier revision, with the version it had).  ``kv_groups`` (default:
+    the prefill programs) renders the shared-K/V-head path of prefill template 5; off, a prefill program
+    renders as template 3 did."""
     from kernelpilot.dsl_plugins.cuda.gemm import template_env
 
     if cfg.get("splits") and problem["causal"]:
@@ -290,6 +308,7 @@ def render_fmha_program(
             atol=atol,
             rtol=rtol,
             splits=cfg.get("splits", 0),
+            kv_groups=kind == "fa_prefill" if kv_groups is None else kv_groups,
             **kernel_context(cfg, dtype, bool(problem["causal"])),
         )
     )
@@ -354,7 +373,7 @@ class FmhaKernel(TileKernelBase):
     def run_command(
         self, binary: Path, problem: dict[str, Any], runtime: dict[str, Any]
     ) -> tuple[list[str], dict[str, str]]:
-        d = program_dims(problem)
+        d = program_dims(problem, kv_groups=self.kind == "fa_prefill")
         argv = [str(binary)] + [f"--{k}={v}" for k, v in d.items()]
         for key in ("warmup", "iters", "reps", "buffers", "seed", "verify_rows"):
             if key in runtime:

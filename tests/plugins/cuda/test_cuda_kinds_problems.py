@@ -169,15 +169,26 @@ def test_moe_errors_name_the_field(dims, field):
 
 
 # ----------------------------------------------------------------------------- attention
-def test_prefill_defaults_and_gqa_causal_runs_as_mha():
+def test_prefill_defaults_and_causal_gqa_shares_kv_heads_by_group():
+    """Under the causal mask the query heads are not packed into rows (the mask would move); the prefill
+    program takes the group (--g) and shares each K/V head among its G query heads."""
     p = PRE.validate_problem(
         {"batch": 2, "num_heads_q": 32, "num_heads_kv": 8, "seq_qo": 1000, "head_dim": 128}, "bf16", "w"
     )
     assert p["seq_kv"] == 1000 and p["causal"] is True
-    assert program_dims(p) == {"b": 2, "h": 32, "q": 1000, "k": 1000}  # causal: no packing
+    assert program_dims(p) == {"b": 2, "h": 32, "q": 1000, "k": 1000}  # without --g: K/V per query head
+    assert program_dims(p, kv_groups=True) == {"b": 2, "h": 32, "g": 4, "q": 1000, "k": 1000}
     assert fa_flops(p) == 4 * 2 * 32 * 1000 * 1000 * 128 * 0.5
     argv, _ = PRE.run_command("/p", p, {"reps": 2})
-    assert argv == ["/p", "--b=2", "--h=32", "--q=1000", "--k=1000", "--reps=2"]
+    assert argv == ["/p", "--b=2", "--h=32", "--g=4", "--q=1000", "--k=1000", "--reps=2"]
+    mha = PRE.validate_problem({"batch": 1, "num_heads_q": 4, "seq_qo": 77, "head_dim": 64}, "bf16", "w")
+    assert "--g" not in " ".join(PRE.run_command("/p", mha, {})[0])  # one K/V head per query head
+    # a decode program (template 4) has no --g: a causal GQA decode problem keeps K/V per query head
+    dec = DEC.validate_problem(
+        {"batch": 2, "num_heads_q": 8, "num_heads_kv": 2, "seq_qo": 16, "seq_kv": 16, "head_dim": 64,
+         "causal": True}, "bf16", "w",
+    )  # fmt: skip
+    assert DEC.run_command("/p", dec, {})[0] == ["/p", "--b=2", "--h=8", "--q=16", "--k=16"]
 
 
 def test_decode_packs_query_heads_into_rows():

@@ -6,6 +6,7 @@ the H200 (tests/data/records/cuda_kinds_h200.json); these tests pin what reaches
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from importlib import resources
@@ -212,3 +213,39 @@ def test_program_lines_parse_into_the_result_schema():
     assert r.status == "cannot_run" and r.kernel == "grouped_gemm" and r.message == "no CUDA device"
     assert r.config["tile"] == [128, 128, 64] and r.problem["groups"][1] == [0, 64, 64]
     assert EXIT_CANNOT_RUN == 3
+
+
+def test_prefill_program_shares_each_kv_head_among_its_query_heads():
+    """Prefill template 5: K and V hold H / G heads; the kernel runs (B x H / G, G) "batches x heads" with
+    head stride 0 on K and V, the reference reads K/V head (b, h) / G, and the check problem takes the
+    timed group over two K/V heads. The decode programs keep template 4's source byte for byte, so their
+    build-cache keys (and the H200 records' programs) stay valid."""
+    pre = FmhaKernel("fa_prefill")
+    problem = pre.validate_problem(
+        {"batch": 4, "num_heads_q": 28, "num_heads_kv": 4, "seq_qo": 4096, "head_dim": 128}, "bf16", "w"
+    )
+    src = next(
+        iter(pre.render({"tile": [128, 128], "schedule": "cooperative"}, problem, "sm90").sources.values())
+    )
+    assert "// template version 5." in src
+    assert "ProblemShapeType{d.b * (d.h / d.g), d.g, d.qpad, d.k, kHeadDim}" in src
+    assert "make_stride(kHeadDim, _1{}, make_stride(d.k * kHeadDim, 0))" in src  # K/V: head stride 0
+    assert "make_stride(kHeadDim, _1{}, make_stride(d.g * d.qpad * kHeadDim, d.qpad * kHeadDim))" in src
+    assert "nk = size_t(d.b) * (d.h / d.g) * d.k * kHeadDim" in src  # K/V allocated per K/V head
+    assert "const long long bkv = bh / d.g;" in src and "K + bkv * (long long)d.k * kHeadDim" in src
+    assert "if (c.g > 1) c.h = std::max(c.h / c.g, 2) * c.g;" in src
+    assert '"--g"' in src and "--g must divide --h" in src
+    dec = FmhaKernel("fa_decode")
+    dproblem = dec.validate_problem(
+        {"batch": 4, "num_heads_q": 32, "num_heads_kv": 8, "seq_kv": 4096, "head_dim": 128}, "bf16", "w"
+    )
+    template4 = {
+        "2188ddc0352fc01417226cf0c1f6f07efd8c6e7576b05694826671c88b3d5a60": {"tile": [64, 128], "schedule": "tma"},
+        "13d4c25dc71b28204c05bdb4b828efed417eac83dcea760878cb346215a85942": {
+            "tile": [64, 128], "schedule": "tma", "splits": 4,
+        },
+    }  # fmt: skip
+    for digest, cfg in template4.items():
+        dsrc = next(iter(dec.render(cfg, dproblem, "sm90").sources.values()))
+        assert hashlib.sha256(dsrc.encode()).hexdigest() == digest, cfg
+        assert "d.g" not in dsrc and '"--g"' not in dsrc

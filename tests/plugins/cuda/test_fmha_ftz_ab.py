@@ -134,9 +134,11 @@ def test_split_ab_renders_the_tuner_program_from_a_revision_and_the_earlier_prog
         drv.revision_env("no-such-revision", ROOT).get_template("cuda/fmha_sm90.cu.j2")
 
 
-def test_template_4_leaves_the_prefill_programs_byte_for_byte_as_template_3_rendered_them():
-    """Decode template 4 must not move the prefill programs' build-cache keys: every prefill config the
-    A/B scripts time renders from this checkout exactly as from the template-3 revision's templates."""
+def test_prefill_programs_change_from_template_3_only_by_the_shared_kv_heads():
+    """Decode template 4 left the prefill programs as template 3 rendered them; prefill template 5 changes
+    them only by the shared-K/V-head path (``kv_groups``): with it off and version 3, every prefill config
+    the A/B scripts time renders from this checkout exactly as from the template-3 revision's templates,
+    and with it on the source differs."""
     import subprocess
 
     from kernelpilot.dsl_plugins.cuda.fmha import normalize_fmha_config, render_fmha_program
@@ -153,9 +155,10 @@ def test_template_4_leaves_the_prefill_programs_byte_for_byte_as_template_3_rend
         problem = problems[workload]
         for period in periods:
             cfg = normalize_fmha_config({**config, "exp2_emulation": period}, problem["head_dim"])
-            now = render_fmha_program("fa_prefill", cfg, problem).sources
+            now = render_fmha_program("fa_prefill", cfg, problem, version="3", kv_groups=False).sources
             before = render_fmha_program("fa_prefill", cfg, problem, old_env, "3").sources
             assert now == before, (workload, config, period)
+            assert render_fmha_program("fa_prefill", cfg, problem).sources != before
 
 
 def test_run_mode_writes_the_record_with_its_build_facts_and_exits_1_on_a_failed_case(tmp_path, capsys):
