@@ -186,12 +186,6 @@ def planned_labels(plans: dict[str, Any]) -> list[str]:
     )
 
 
-def unknown_build_labels(plans: dict[str, Any], labels: set[str]) -> list[str]:
-    """The ``labels`` no planned config carries: a typo in --build-labels would otherwise shrink the prebuild
-    silently, and the GPU call would build the missing programs on its own time."""
-    return sorted(labels - set(planned_labels(plans)))
-
-
 def cached_programs(per_recipe: dict[str, tuple[Any, Any, dict[str, Any]]], cache: Path) -> dict[str, Any]:
     """Per family: unique programs and how many of them ``cache`` already holds (a carried prebuild)."""
     from kernelpilot.tile_tuner.builder import BuildCache
@@ -495,10 +489,13 @@ def main() -> int:
     plans: dict[str, Any] = {}
     if "plan" in phases:
         plans = plan(files, work)
-        unknown = unknown_build_labels(plans, labels) if labels else []
+        planned = planned_labels(plans)
+        # a typo in --build-labels would otherwise shrink the prebuild silently (the GPU call then builds
+        # the missing programs on its own time)
+        unknown = sorted(labels - set(planned)) if labels else []
         if unknown:
             print(
-                f"error: --build-labels: {unknown} match no planned config; planned: {planned_labels(plans)}",
+                f"error: --build-labels: {unknown} match no planned config; planned: {planned}",
                 file=sys.stderr,
             )
             return 2
