@@ -100,6 +100,16 @@ def compile_programs(
         return [e for e in pool.map(compile_one, todo) if e]
 
 
+def stage_source(folder: Path, name: str, text: str) -> bool:
+    """Write ``name``.cu into ``folder`` when its text changed, dropping the stale binary; True when the
+    binary ``name`` must be built."""
+    source = folder / f"{name}.cu"
+    if not source.exists() or source.read_text() != text:
+        source.write_text(text)
+        (folder / name).unlink(missing_ok=True)
+    return not (folder / name).exists()
+
+
 def finish_build(folder: Path, manifest: dict, built: int, errors: list[str]) -> int:
     """Write the manifest, report the failed builds and the count; 1 when any build failed."""
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
@@ -156,7 +166,8 @@ def run_once(binary: Path, args: list[str]) -> dict:
 
 def measure(folder: Path, rounds: int, baseline: str) -> list[dict]:
     """Every case's programs in alternating order (forward, then reversed), ``rounds`` times; medians,
-    spreads and ``speedup`` = {variant: median of ``baseline`` / median of the variant}."""
+    spreads and ``speedup`` = {variant: median of ``baseline`` / median of the variant}.  A case's
+    ``args_of`` gives a variant its own arguments (one that reads a flag the other lacks), else ``args``."""
     manifest = json.loads((folder / MANIFEST).read_text())
     rows = []
     for case in manifest["cases"]:
@@ -165,14 +176,15 @@ def measure(folder: Path, rounds: int, baseline: str) -> list[dict]:
         failure = ""
         for r in range(rounds):
             for label in labels if r % 2 == 0 else labels[::-1]:
-                got = run_once(folder / case["binaries"][label], case["args"])
+                args = case.get("args_of", {}).get(label, case["args"])
+                got = run_once(folder / case["binaries"][label], args)
                 if not got["ok"]:
                     failure = f"{label}: {got['why']}"
                     break
                 times[label].append(got["ms"])
             if failure:
                 break
-        row = {key: case[key] for key in ("kind", "workload", "config", "args")}
+        row = {key: case[key] for key in ("kind", "workload", "config", "args", "args_of") if key in case}
         if failure:
             rows.append({**row, "status": "failed", "why": failure, "ms": times})
             continue

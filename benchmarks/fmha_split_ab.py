@@ -32,6 +32,7 @@ from fmha_ftz_ab import (
     finish_build,
     fmha_build_inputs,
     run_and_record,
+    stage_source,
 )
 from jinja2 import FunctionLoader
 
@@ -94,14 +95,9 @@ def build(folder: Path, cutlass_dir: str, jobs: int, before: str) -> int:
         binaries = {}
         for label, env, version in (("old", old_env, BEFORE_VERSION), ("new", None, "")):
             args, text = render_case(workload, config, env, version)
-            name = f"case{i}_{label}"
-            source = folder / f"{name}.cu"
-            if not source.exists() or source.read_text() != text:
-                source.write_text(text)
-                (folder / name).unlink(missing_ok=True)
-            binaries[label] = name
-            if not (folder / name).exists():
-                todo.append((source, flags, folder / name))
+            name = binaries[label] = f"case{i}_{label}"
+            if stage_source(folder, name, text):
+                todo.append((folder / f"{name}.cu", flags, folder / name))
         cases.append({"kind": "fa_decode", "workload": workload, "config": config, "args": args,
                       "binaries": binaries})  # fmt: skip
     errors = compile_programs(todo, includes, jobs)

@@ -70,7 +70,7 @@ def test_rounds_alternate_and_a_failing_case_is_reported_while_the_others_are_me
     assert b["status"] == "failed" and b["why"].startswith("with_ftz: status=wrong_result")
 
 
-@pytest.mark.parametrize("script", ["fmha_ftz_ab", "fmha_exp2_ab", "fmha_split_ab"])
+@pytest.mark.parametrize("script", ["fmha_ftz_ab", "fmha_exp2_ab", "fmha_split_ab", "fmha_gqa_ab"])
 def test_run_without_a_built_folder_exits_2_naming_the_flag(tmp_path, capsys, script):
     drv = _driver(script)
     out = tmp_path / "out.json"
@@ -94,13 +94,14 @@ def test_the_scripts_without_cutlass_are_refused_by_name_and_write_nothing(tmp_p
     for argv in (["fmha_ftz_sass_check.py", "--out", str(out)],
                  ["fmha_ftz_ab.py", "build", "--dir", str(tmp_path / "programs")],
                  ["fmha_exp2_ab.py", "build", "--dir", str(tmp_path / "programs")],
-                 ["fmha_split_ab.py", "build", "--dir", str(tmp_path / "programs")]):  # fmt: skip
+                 ["fmha_split_ab.py", "build", "--dir", str(tmp_path / "programs")],
+                 ["fmha_gqa_ab.py", "build", "--dir", str(tmp_path / "programs")]):  # fmt: skip
         r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / argv[0]), *argv[1:]], cwd=tmp_path,
                            capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
         assert r.returncode == 1 and "CUTLASS headers not found" in r.stderr, r.stderr
         assert "(--cutlass-dir or CUTLASS_DIR)" in r.stderr
     assert not out.exists()
-    assert not list((tmp_path / "programs").glob("case*"))
+    assert not any((tmp_path / "programs").glob("*"))
 
 
 def test_split_ab_renders_the_tuner_program_from_a_revision_and_the_earlier_program_from_its_own():
@@ -209,3 +210,44 @@ def test_split_ab_build_refuses_an_unknown_revision_by_name(tmp_path, capsys):
         err.startswith("error: --before no-such-revision: ") and "cpp_templates/cuda/fmha_sm90.cu.j2" in err
     )
     assert not list(folder.glob("case*"))
+
+
+def test_a_variant_runs_with_its_own_arguments_when_the_case_gives_them(tmp_path):
+    """``args_of``: template 3 of the GQA A/B takes no ``--g``; each variant gets its own arguments, the
+    row keeps both, and a case without ``args_of`` runs ``args`` for every variant."""
+    drv = _driver()
+    log = tmp_path / "calls.log"
+    _program(tmp_path / "p_t3", log, [1.1, 1.1])
+    _program(tmp_path / "p_t5", log, [1.0, 1.0])
+    args_of = {"t3": ["--b=4", "--h=28"], "t5": ["--b=4", "--h=28", "--g=7"]}
+    case = {"kind": "fa_prefill", "workload": "w", "config": {}, "args": args_of["t5"], "args_of": args_of,
+            "binaries": {"t3": "p_t3", "t5": "p_t5"}}  # fmt: skip
+    (tmp_path / drv.MANIFEST).write_text(json.dumps({"cases": [case]}))
+    (row,) = drv.measure(tmp_path, rounds=2, baseline="t3")
+    seen = {tuple(line.split()) for line in log.read_text().splitlines()}
+    assert seen == {("p_t3", "--b=4", "--h=28"), ("p_t5", "--b=4", "--h=28", "--g=7")}
+    assert row["args_of"] == args_of and row["speedup"] == {"t5": 1.1}
+
+
+def test_gqa_ab_cases_are_causal_gqa_and_template_3_runs_without_g():
+    """Every case of the GQA A/B is a causal grouped-query prefill workload; template 5 runs the tuner's
+    arguments (with ``--g`` = the group size), template 3 the same without it; a workload without groups
+    is refused by name."""
+    from kernelpilot.dsl_plugins.cuda.fmha import FmhaKernel
+
+    drv = _driver("fmha_gqa_ab")
+    common = _driver("cuda_kinds_common")
+    prefill = common.problems()["fa_prefill"]
+    assert {w for w, _ in drv.DEFAULT_CASES} == {
+        w for w, p in prefill.items() if p["causal"] and p["num_heads_q"] > p["num_heads_kv"]
+    }
+    for workload, _ in drv.DEFAULT_CASES:
+        p = prefill[workload]
+        args = drv.variant_args(workload, p)
+        tuner, _ = FmhaKernel("fa_prefill").run_command(Path("B"), p, {})
+        assert args["t5"] == tuner[1:]
+        assert f"--g={p['num_heads_q'] // p['num_heads_kv']}" in args["t5"]
+        assert args["t3"] == [a for a in args["t5"] if not a.startswith("--g=")]
+    mha = {**prefill["llama3_8b_prefill_4k"], "num_heads_kv": 32}
+    with pytest.raises(ValueError, match="mha_case is not a causal grouped-query problem"):
+        drv.variant_args("mha_case", mha)
