@@ -5,9 +5,9 @@
 # unstable) and the vendor baseline (every PyTorch path, each from a rested GPU), through
 # benchmarks/confirm_h200.py; plus the device-to-device copy bandwidth of the same call.
 # Every program comes prebuilt on a CPU (grouped / MoE: .kp-prebuilt-b16/cache.tar.xz and, for the
-# swap-AB family, .kp-prebuilt-swap/cache.tar.xz; attention, FMHA prefill template 3 and decode
-# template 4: .kp-prebuilt-fa3/cache.tar.xz; benchmarks/README.md); any the caches lack is built here on
-# 16 cores.
+# swap-AB family, .kp-prebuilt-swap/cache.tar.xz; attention: the fa_prefill and fa_decode phases' caches,
+# FMHA prefill template 5 in .kp-prebuilt-fa5/cache.tar.xz; benchmarks/README.md); any the caches lack is
+# built here on 16 cores.
 # From the repository root, carrying .whl, .kp-cutlass and the pair's caches:
 #   PHASES=fa_prefill,fa_decode BUDGET_S=560 bash benchmarks/kinds_default_h200.sh
 #   PHASES=moe_gemm,grouped_gemm BUDGET_S=560 bash benchmarks/kinds_default_h200.sh
