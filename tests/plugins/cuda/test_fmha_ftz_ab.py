@@ -251,3 +251,20 @@ def test_gqa_ab_cases_are_causal_gqa_and_template_3_runs_without_g():
     mha = {**prefill["llama3_8b_prefill_4k"], "num_heads_kv": 32}
     with pytest.raises(ValueError, match="mha_case is not a causal grouped-query problem"):
         drv.variant_args("mha_case", mha)
+
+
+def test_gqa_ab_template_5_side_is_the_tuners_program_and_template_3_side_differs():
+    """The A/B's template-5 program of every case is byte for byte what the tuner builds for that config
+    (so its timing is the tuned program's), and its template-3 program is a different source."""
+    from kernelpilot.dsl_plugins.cuda.fmha import FmhaKernel, normalize_fmha_config, render_fmha_program
+
+    drv = _driver("fmha_gqa_ab")
+    prefill = _driver("cuda_kinds_common").problems()["fa_prefill"]
+    for workload, config in drv.DEFAULT_CASES:
+        problem = prefill[workload]
+        cfg = normalize_fmha_config(dict(config), problem["head_dim"])
+        tuner = FmhaKernel("fa_prefill").render(dict(config), problem, "sm90").sources
+        sides = {label: render_fmha_program("fa_prefill", cfg, problem, version=v, kv_groups=kv).sources
+                 for label, (v, kv) in drv.VARIANTS.items()}  # fmt: skip
+        assert sides["t5"] == tuner, workload
+        assert sides["t3"] != tuner, workload
