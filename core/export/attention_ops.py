@@ -63,18 +63,20 @@ class AttentionTable:
 def per_head_reason(dims: dict[str, Any], min_vendor_ratio: float) -> str | None:
     """Why a causal grouped-query problem goes to SDPA although the run kept its kernel, or None.
 
-    The operator, given K and V with Hkv heads, runs one launch per query head of a group (each with its
-    own causal tail).  The tuning program ran such a problem in one launch: prefill template 3 over Hq
-    heads with K and V copied per query head, template 5 with each K/V head shared by its G query heads
-    (``fmha.program_dims``).  Either way the run's ratio against SDPA is not the operator's.  Measured on the H200 (benchmarks/results/export_kinds_h200_perhead.json) that path
-    was 10-60 % slower than cuDNN SDPA on every causal GQA row, so SDPA serves them unless
-    ``--min-vendor-ratio 0`` asks for every tuned kernel."""
+    The operator runs such a problem in one launch over B x Hkv "batches" of the G query heads of each
+    K/V head, K and V at head stride 0, where each tensor's batch stride spans its heads (contiguous
+    tensors), which is how prefill template 5's tuning program runs it (``fmha.program_dims``); other
+    layouts take one launch per query head of a group.  The one-launch path has not been checked on a
+    GPU through the exported operator yet, and the per-head launches measured 10-60 % slower than cuDNN
+    SDPA on every causal GQA row on the H200 (benchmarks/results/export_kinds_h200_perhead.json); runs
+    made with prefill template 3 also timed K and V copied per query head, not the operator's work.  So
+    SDPA serves these rows unless ``--min-vendor-ratio 0`` asks for every tuned kernel."""
     if min_vendor_ratio <= 0 or not dims["causal"] or dims["num_heads_q"] == dims["num_heads_kv"]:
         return None
     return (
-        "causal grouped-query attention: the run timed the kernel on K/V per query head, the operator "
-        "launches it once per query head of a group, which measured slower than SDPA "
-        "(--min-vendor-ratio 0 keeps the kernel)"
+        "causal grouped-query attention: the operator's launch over shared K/V heads is not yet checked "
+        "on a GPU, and its per-head launches measured slower than SDPA (--min-vendor-ratio 0 keeps the "
+        "kernel)"
     )
 
 
