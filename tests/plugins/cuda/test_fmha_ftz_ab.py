@@ -213,8 +213,8 @@ def test_split_ab_build_refuses_an_unknown_revision_by_name(tmp_path, capsys):
 
 
 def test_a_variant_runs_with_its_own_arguments_when_the_case_gives_them(tmp_path):
-    """``args_of``: template 3 of the GQA A/B takes no ``--g``; each variant gets its own arguments, the
-    row keeps both, and a case without ``args_of`` runs ``args`` for every variant."""
+    """``args_of``: template 3 of the GQA A/B takes no ``--g``; each variant gets its own arguments and the
+    row keeps both (a case without ``args_of`` runs ``args`` for every variant: the first test above)."""
     drv = _driver()
     log = tmp_path / "calls.log"
     _program(tmp_path / "p_t3", log, [1.1, 1.1])
