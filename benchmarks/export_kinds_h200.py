@@ -136,6 +136,9 @@ def attention_cases(dispatch: dict[str, Any]) -> list[dict[str, Any]]:
          "head_dim": 128, "causal": True},
         {"label": "prefill_causal_odd_333", "batch": 1, "heads_q": 32, "heads_kv": 8, "seq_q": 333, "seq_kv": 333,
          "head_dim": 128, "causal": True},
+        # [B, S, H, D] views: a batch stride that does not span the heads, so the per-head launches
+        {"label": "prefill_causal_gqa4_bshd_view", "batch": 2, "heads_q": 32, "heads_kv": 8, "seq_q": 1024,
+         "seq_kv": 1024, "head_dim": 128, "causal": True, "bshd": True},
         {"label": "prefill_nomask_mha_d64", "batch": 2, "heads_q": 16, "heads_kv": 16, "seq_q": 1024, "seq_kv": 2048,
          "head_dim": 64, "causal": False},
         {"label": "decode_gqa4_b16_kv3000", "batch": 16, "heads_q": 32, "heads_kv": 8, "seq_q": 1, "seq_kv": 3000,

@@ -18,6 +18,10 @@
 # confirm_h200.sh).  Results go to $OUT: tune.tgz (summary.json, run_kinds.json, log.txt, driver.log,
 # export.log) and the check's files (export_kinds_h200.json/.log, dispatch.json, install.log, nvidia-smi.txt).
 #   BUDGET_S=560 CACHE=/tmp/kp_cache bash benchmarks/export_kinds_sameday_h200.sh
+# The causal grouped-query prefill rows (SDPA serves them by default; the shared-K/V launch of template 5
+# checked through the exported operator, each row's kernel kept):
+#   KINDS=fa_prefill BUDGET=fa_prefill=16 MIN_VENDOR_RATIO=0 BUDGET_S=560 bash benchmarks/export_kinds_sameday_h200.sh
+# Every carried .kp-prebuilt-*/cache.tar.xz is unpacked into $CACHE first (content-addressed build cache).
 set -o pipefail
 T0=$(date +%s)
 OUT=${OUT:-/tmp/out}
@@ -28,7 +32,8 @@ TUNE_S=${TUNE_S:-260}
 CONFIRM_ROUNDS=${CONFIRM_ROUNDS:-3}   # the tuner's confirmation rounds (its default 3)
 ROUNDS=${ROUNDS:-5}                   # the check's interleaved timing rounds per tuned problem
 CACHE=${CACHE:-/tmp/kp_cache}
-mkdir -p "$OUT/tune"
+mkdir -p "$OUT/tune" "$CACHE"
+for t in .kp-prebuilt-*/cache.tar.xz; do if [ -f "$t" ]; then tar -xJf "$t" -C "$CACHE"; fi; done
 source benchmarks/device_setup.sh
 W=/tmp/kp_kinds_sameday
 rm -rf "$W" && mkdir -p "$W"
@@ -44,7 +49,8 @@ import json, sys
 for kind, run in json.load(open('$OUT/tune/run_kinds.json')).items():
     json.dump(run, open(f'$W/run_{kind}.json', 'w'))
 "
-python3 -m kernelpilot export "$W"/run_*.json --out "$W/kp_kinds" --name kp_kinds > "$OUT/tune/export.log" 2>&1 \
+python3 -m kernelpilot export "$W"/run_*.json --out "$W/kp_kinds" --name kp_kinds \
+  ${MIN_VENDOR_RATIO:+--min-vendor-ratio "$MIN_VENDOR_RATIO"} > "$OUT/tune/export.log" 2>&1 \
   || { tail -20 "$OUT/tune/export.log"; exit 1; }
 echo "export: $(( $(date +%s) - T0 )) s"
 EXPORT="$W/kp_kinds" NAME=kp_kinds OUT="$OUT" BUDGET_S=$(( BUDGET_S - ($(date +%s) - T0) )) \

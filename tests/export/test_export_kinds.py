@@ -436,6 +436,10 @@ def test_h200_kinds_check_plans_from_the_export(kinds_export):
         "nearest",
         "error",
     ]
+    # causal grouped-query cases in both layouts: contiguous tensors (one launch over shared K/V heads) and
+    # [B, S, H, D] views, whose batch stride does not span the heads (one launch per query head)
+    gqa = [c for c in _kinds_driver().attention_cases(doc) if c["causal"] and c["heads_q"] > c["heads_kv"]]
+    assert {bool(c.get("bshd")) for c in gqa if c["legal"]} == {False, True}
 
 
 def _function(source: str, signature: str) -> str:
