@@ -128,11 +128,15 @@ def normalize_fmha_config(config: Any, head_dim: int | None = None) -> dict[str,
                 f"{list(EXP2_EMULATION)} (0 = none)"
             )
         out["exp2_emulation"] = emulation
-    for knob in ("longest_first", "wg_locked"):
+    for knob in ("longest_first", "lpt", "wg_locked"):
         if _bool(c.get(knob, False), knob):
             if schedule == "tma":
                 raise ValueError(f"FMHA {knob}: only the cooperative and pingpong schedules take it")
             out[knob] = True
+    if out.get("longest_first") and out.get("lpt"):
+        raise ValueError(
+            "FMHA lpt and longest_first order the same Q tiles (across heads / within each head): set one"
+        )
     return out
 
 
@@ -142,7 +146,7 @@ def fmha_label(cfg: dict[str, Any]) -> str:
     wg = f"_wg{cfg['warpgroups']}" if cfg.get("warpgroups") else ""
     bps = f"_b{cfg['blocks_per_sm']}" if cfg.get("blocks_per_sm") else ""
     sk = f"_sk{cfg['splits']}" if cfg.get("splits") else ""
-    lf = "_lf" if cfg.get("longest_first") else ""
+    lf = ("_lf" if cfg.get("longest_first") else "") + ("_lpt" if cfg.get("lpt") else "")
     lk = "_lk" if cfg.get("wg_locked") else ""
     ex = f"_ex{cfg['exp2_emulation']}" if cfg.get("exp2_emulation") else ""
     return f"{cfg['schedule'][:4]}_{t[0]}x{t[1]}x{t[2]}{st}{wg}{bps}{sk}{lf}{lk}{ex}"
@@ -260,10 +264,9 @@ def kernel_context(cfg: dict[str, Any], dtype: str, causal: bool) -> dict[str, A
         options.append(f"Option<Tag::kBlocksPerSM, Int<{cfg['blocks_per_sm']}>>")
     if cfg.get("wg_locked"):
         options.append("Option<Tag::kIsMainloopLocked, true_type>")
-    if cfg.get("longest_first") and not causal:
-        raise ValueError(
-            "FMHA longest_first needs the causal mask (every tile does the same work without it)"
-        )
+    for knob in ("longest_first", "lpt"):
+        if cfg.get(knob) and not causal:
+            raise ValueError(f"FMHA {knob} needs the causal mask (every tile does the same work without it)")
     return {
         "head_dim": cfg["tile"][2],
         "causal": "true" if causal else "false",
@@ -274,6 +277,7 @@ def kernel_context(cfg: dict[str, Any], dtype: str, causal: bool) -> dict[str, A
         "schedule_type": SCHEDULE_TYPES[cfg["schedule"]],
         "options": options,
         "longest_first": bool(cfg.get("longest_first")),
+        "lpt": bool(cfg.get("lpt")),
         "persistent": cfg["schedule"] == "pingpong",
         "exp2_emulation": int(cfg.get("exp2_emulation") or 0),
     }

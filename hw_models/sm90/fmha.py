@@ -49,6 +49,7 @@ FA_FIELDS = (
     "blocks_per_sm",
     "splits",
     "longest_first",
+    "lpt",
     "wg_locked",
     "exp2_emulation",
 )
@@ -117,6 +118,10 @@ class Sm90FmhaConfig(TileConfig):
     #: grid ends on short tiles instead of leaving SMs idle behind one long tile (the project's
     #: reversed tile scheduler in cpp_templates/cuda/fmha_sm90_kernel.j2)
     longest_first: bool = False
+    #: causal, warp-specialized only: longest processing time first across every (batch, head): the grid
+    #: runs each head's last Q tile, then each head's second-to-last, and so on, so the hardware's block
+    #: dispatch is LPT list scheduling (``longest_first`` orders the tiles within each head only)
+    lpt: bool = False
     #: warp-specialized only: the MMA warpgroups take turns on the softmax
     #: (``Option<Tag::kIsMainloopLocked, true_type>``, fmha_collective_tma_warpspecialized.hpp:463/519),
     #: so one warpgroup's GEMMs overlap another's exp/max work (FlashAttention-3's ping-pong)
@@ -237,6 +242,8 @@ class Sm90FmhaConfig(TileConfig):
             out["splits"] = self.splits
         if self.longest_first:
             out["longest_first"] = True
+        if self.lpt:
+            out["lpt"] = True
         if self.wg_locked:
             out["wg_locked"] = True
         if self.exp2_emulation:
@@ -249,7 +256,7 @@ class Sm90FmhaConfig(TileConfig):
         wg = f"_wg{self.warpgroups}" if self.warpgroups else ""
         bps = f"_b{self.blocks_per_sm}" if self.blocks_per_sm else ""
         sk = f"_sk{self.splits}" if self.splits else ""
-        lf = "_lf" if self.longest_first else ""
+        lf = ("_lf" if self.longest_first else "") + ("_lpt" if self.lpt else "")
         lk = "_lk" if self.wg_locked else ""
         ex = f"_ex{self.exp2_emulation}" if self.exp2_emulation else ""
         return f"{self.tile[0]}x{self.tile[1]}x{self.tile[2]}_{sched}{st}{wg}{bps}{sk}{lf}{lk}{ex}"
@@ -269,6 +276,7 @@ def parse_fmha(raw: dict[str, Any], kernel: str, where: str) -> Sm90FmhaConfig:
         blocks_per_sm=int_value(raw.get("blocks_per_sm", 0), where, "blocks_per_sm", minimum=0),
         splits=int_value(raw.get("splits", 0), where, "splits", minimum=0),
         longest_first=bool_value(raw.get("longest_first", False), where, "longest_first"),
+        lpt=bool_value(raw.get("lpt", False), where, "lpt"),
         wg_locked=bool_value(raw.get("wg_locked", False), where, "wg_locked"),
         exp2_emulation=int_value(raw.get("exp2_emulation", 0), where, "exp2_emulation", minimum=0),
     )
@@ -393,6 +401,11 @@ def check_fmha(cfg: Sm90FmhaConfig, problem: dict[str, Any] | None) -> CheckResu
             "longest_first: the KernelTma schedule has a fixed tile scheduler; use cooperative or pingpong",
         )
         out.require(
+            not cfg.lpt,
+            "sm90.fa.lpt",
+            "lpt: the KernelTma schedule has a fixed tile scheduler; use cooperative or pingpong",
+        )
+        out.require(
             not cfg.wg_locked,
             "sm90.fa.wg_locked",
             "wg_locked: the KernelTma schedule has one MMA warpgroup, nothing to take turns with",
@@ -410,6 +423,17 @@ def check_fmha(cfg: Sm90FmhaConfig, problem: dict[str, Any] | None) -> CheckResu
             "sm90.fa.exp2_emulation_period",
             f"exp2_emulation={cfg.exp2_emulation} but a thread holds {kv // 4} scores of a row (BlockKV={kv} / 4): "
             "no exponential would move to the FMA pipe",
+        )
+    out.require(
+        not (cfg.lpt and cfg.longest_first),
+        "sm90.fa.lpt_longest_first",
+        "lpt and longest_first are two orders of the same Q tiles (across heads / within each head): set one",
+    )
+    if problem is not None and cfg.lpt:
+        out.require(
+            bool(problem.get("causal")),
+            "sm90.fa.lpt_causal",
+            "lpt needs a causal problem (without the mask every Q tile does the same work)",
         )
     if problem is not None and cfg.longest_first:
         # without the mask every Q tile sweeps the same K/V: the order changes nothing but the binary

@@ -8,6 +8,7 @@ from typing import Any
 from kernelpilot.hw_models.base import ceil_div
 from kernelpilot.hw_models.catalogue import Device
 from kernelpilot.hw_models.sm90.fmha import EXP2_EMULATION_MAX_HEAD_DIM, Sm90FmhaConfig, _program_rows
+from kernelpilot.hw_models.sm90.fmha_dispatch import dispatch_overrun
 
 #: the combine launch of a split-KV program (a small kernel after the FMHA; its launch overlaps the FMHA's
 #: tail, but the combine itself runs after it)
@@ -121,7 +122,14 @@ def fmha_time_s(cfg: Sm90FmhaConfig, problem: dict[str, Any], device: Device) ->
         step = max(throughput * per_sm, chain, step_bytes * per_sm / bw_sm)
         total += steps * step + 1e-6
         left -= wave
-    if causal and not cfg.longest_first:
+    if causal and not (cfg.longest_first or cfg.lpt):
         # the last, longest tile sweeps all of K/V at one CTA's speed on its SM
         total += FA_CAUSAL_TAIL_FRACTION * ceil_div(kv_len, kv) * max(throughput, chain)
+    if causal and cfg.lpt:
+        # longest first across all heads: the simulated dispatch's idle end against longest_first's, on
+        # which the estimate above is fit (hw_models/sm90/fmha_dispatch.py)
+        slots = cores * resident
+        total *= dispatch_overrun("lpt", b * h, qo, kv, rows, slots) / dispatch_overrun(
+            "longest_first", b * h, qo, kv, rows, slots
+        )
     return total + extra

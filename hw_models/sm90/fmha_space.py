@@ -3,7 +3,7 @@ the config and its rules), the library default, and the neighbours the model pro
 
 Families enumerated: the warp-specialized schedules over (warpgroups, BlockQO) rows, KernelTma over
 launch bounds and stages, split-KV counts for decode grids that leave SMs idle, and for prefill the
-knob that changes when work runs (``longest_first``) and, where the exponentials bound the softmax (head
+knobs that change when work runs (``longest_first``, ``lpt``) and, where the exponentials bound the softmax (head
 dim 64 and below), exp2 emulation."""
 
 from __future__ import annotations
@@ -68,8 +68,10 @@ ENUM_EXP2_EMULATION: tuple[int, ...] = ()
 
 
 def schedule_variants(cfg: Sm90FmhaConfig, problem: dict[str, Any] | None) -> list[Sm90FmhaConfig]:
-    """Prefill only, warp-specialized configs: for causal problems the longest Q tiles first, the knob that
-    changes when work runs, not the tile (0.5-1.0 % on the H200); at head dims up to 64 every
+    """Prefill only, warp-specialized configs: for causal problems the longest Q tiles first, within each
+    head (``longest_first``, 0.5-1.0 % on the H200) and across all heads (``lpt``, the gain the dispatch
+    simulation of hw_models/sm90/fmha_dispatch.py gives), knobs that change when work runs, not the tile;
+    at head dims up to 64 every
     ``ENUM_EXP2_EMULATION`` period, with and without it.  ``wg_locked`` is not enumerated: it measured no
     gain (hw_models/sm90/fmha_cost.py); neighbours and explicit configs still reach it."""
     if cfg.schedule == "tma" or cfg.kernel != "fa_prefill":
@@ -77,6 +79,7 @@ def schedule_variants(cfg: Sm90FmhaConfig, problem: dict[str, Any] | None) -> li
     bases = [cfg]
     if problem is None or problem.get("causal"):
         bases.append(cfg.model_copy(update={"longest_first": True}))
+        bases.append(cfg.model_copy(update={"lpt": True}))
     out = bases[1:]
     if cfg.tile[2] <= EXP2_EMULATION_MAX_HEAD_DIM:
         out += [b.model_copy(update={"exp2_emulation": k}) for b in bases for k in ENUM_EXP2_EMULATION]
@@ -141,12 +144,23 @@ def neighbours_fmha(cfg: Sm90FmhaConfig) -> list[Sm90FmhaConfig]:
         {"stages": max(2, cfg.kv_stages - 1)},
         {"stages": cfg.kv_stages + 1},
     ] + [
-        {"schedule": s, "blocks_per_sm": 0, "warpgroups": 0, "longest_first": False, "wg_locked": False}
+        {
+            "schedule": s,
+            "blocks_per_sm": 0,
+            "warpgroups": 0,
+            "longest_first": False,
+            "lpt": False,
+            "wg_locked": False,
+        }
         for s in FA_SCHEDULES
         if s != cfg.schedule
     ]
     if cfg.schedule != "tma":
-        cands += [{"longest_first": not cfg.longest_first}, {"wg_locked": not cfg.wg_locked}]
+        cands += [
+            {"longest_first": not cfg.longest_first, "lpt": False},
+            {"lpt": not cfg.lpt, "longest_first": False},
+            {"wg_locked": not cfg.wg_locked},
+        ]
     cands += [{"exp2_emulation": k} for k in (0, *FA_EXP2_EMULATION) if k != cfg.exp2_emulation]
     if cfg.kernel == "fa_decode":
         cands += [{"splits": n} for n in (cfg.splits * 2, cfg.splits // 2 if cfg.splits > 2 else 0, 2)]

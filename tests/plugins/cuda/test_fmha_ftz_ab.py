@@ -70,7 +70,9 @@ def test_rounds_alternate_and_a_failing_case_is_reported_while_the_others_are_me
     assert b["status"] == "failed" and b["why"].startswith("with_ftz: status=wrong_result")
 
 
-@pytest.mark.parametrize("script", ["fmha_ftz_ab", "fmha_exp2_ab", "fmha_split_ab", "fmha_gqa_ab"])
+@pytest.mark.parametrize(
+    "script", ["fmha_ftz_ab", "fmha_exp2_ab", "fmha_split_ab", "fmha_gqa_ab", "fmha_lpt_ab"]
+)
 def test_run_without_a_built_folder_exits_2_naming_the_flag(tmp_path, capsys, script):
     drv = _driver(script)
     out = tmp_path / "out.json"
@@ -95,7 +97,8 @@ def test_the_scripts_without_cutlass_are_refused_by_name_and_write_nothing(tmp_p
                  ["fmha_ftz_ab.py", "build", "--dir", str(tmp_path / "programs")],
                  ["fmha_exp2_ab.py", "build", "--dir", str(tmp_path / "programs")],
                  ["fmha_split_ab.py", "build", "--dir", str(tmp_path / "programs")],
-                 ["fmha_gqa_ab.py", "build", "--dir", str(tmp_path / "programs")]):  # fmt: skip
+                 ["fmha_gqa_ab.py", "build", "--dir", str(tmp_path / "programs")],
+                 ["fmha_lpt_ab.py", "build", "--dir", str(tmp_path / "programs")]):  # fmt: skip
         r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / argv[0]), *argv[1:]], cwd=tmp_path,
                            capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
         assert r.returncode == 1 and "CUTLASS headers not found" in r.stderr, r.stderr
@@ -268,3 +271,28 @@ def test_gqa_ab_template_5_side_is_the_tuners_program_and_template_3_side_differ
                  for label, (v, kv) in drv.VARIANTS.items()}  # fmt: skip
         assert sides["t5"] == tuner, workload
         assert sides["t3"] != tuner, workload
+
+
+def test_lpt_ab_covers_every_causal_prefill_workload_with_both_orders_of_the_tuners_programs():
+    """One case per causal prefill workload; the two sides are one config with ``longest_first`` and with
+    ``lpt``, each rendered as build() renders it, byte for byte what the tuner builds for that config (so
+    the timings are the tuned programs'), and the two sources differ."""
+    from kernelpilot.dsl_plugins.cuda.fmha import FmhaKernel, normalize_fmha_config, render_fmha_program
+
+    drv = _driver("fmha_lpt_ab")
+    prefill = _driver("cuda_kinds_common").problems()["fa_prefill"]
+    assert sorted(w for w, _ in drv.DEFAULT_CASES) == sorted(w for w, p in prefill.items() if p["causal"])
+    kernel = FmhaKernel("fa_prefill")
+    for workload, config in drv.DEFAULT_CASES:
+        problem = prefill[workload]
+        sides = drv.variants(config)
+        assert sides["lf"]["longest_first"] and "lpt" not in sides["lf"], workload
+        assert sides["lpt"]["lpt"] and "longest_first" not in sides["lpt"], workload
+        assert {k: v for k, v in sides["lpt"].items() if k != "lpt"} == {
+            k: v for k, v in sides["lf"].items() if k != "longest_first"
+        }
+        sources = {label: kernel.render(cfg, problem, "sm90").sources for label, cfg in sides.items()}
+        for label, cfg in sides.items():
+            normalized = normalize_fmha_config(dict(cfg), problem["head_dim"])
+            assert render_fmha_program("fa_prefill", normalized, problem).sources == sources[label], workload
+        assert sources["lf"] != sources["lpt"], workload
