@@ -55,19 +55,23 @@ def variants(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
-    """Render both orders of every case's config and build what ``folder`` lacks (one binary per config)."""
+    """Render both orders of every case's config and build what ``folder`` lacks (one binary per config,
+    shared by the workloads that run it)."""
     folder.mkdir(parents=True, exist_ok=True)
     inputs = fmha_build_inputs("fa_prefill", cutlass_dir)
     if inputs is None:
         return 1
     recipe, includes, flags = inputs
-    cases, todo = [], []
+    cases, todo, staged = [], [], set()
     for workload, config in DEFAULT_CASES:
         problem = problems()["fa_prefill"][workload]
         binaries = {}
         for label, variant in variants(config).items():
             cfg = normalize_fmha_config(dict(variant), problem["head_dim"])
-            name = binaries[label] = f"{workload}_{fmha_label(cfg)}"
+            name = binaries[label] = fmha_label(cfg)
+            if name in staged:  # problem sizes are run-time: one binary per config
+                continue
+            staged.add(name)
             program = render_fmha_program("fa_prefill", cfg, problem)
             if stage_source(folder, name, next(iter(program.sources.values()))):
                 todo.append((folder / f"{name}.cu", flags, folder / name))
