@@ -65,11 +65,20 @@ def test_rules_labels_and_written_form() -> None:
         fa((128, 128, 64), lpt="yes")
 
 
-def test_enumeration_offers_lpt_next_to_longest_first_for_causal_prefill_only() -> None:
+def test_enumeration_leaves_lpt_out_until_measured_and_offers_it_next_to_longest_first_when_on(
+    monkeypatch,
+) -> None:
+    """Off (``ENUM_LPT``): the causal prefill space is what it was, neighbours still reach lpt.  On: every
+    base that gets the within-head order also gets the across-heads one, all legal, causal only."""
+    from kernelpilot.hw_models.sm90 import fmha_space
+
+    assert fmha_space.ENUM_LPT is False
+    assert not any(c.lpt for c in SM90.enumerate("fa_prefill", "bf16", PREFILL_D64))
+    monkeypatch.setattr(fmha_space, "ENUM_LPT", True)
     causal = list(SM90.enumerate("fa_prefill", "bf16", PREFILL_D64))
     lpt = {c.model_copy(update={"lpt": False}) for c in causal if c.lpt}
     lf = {c.model_copy(update={"longest_first": False}) for c in causal if c.longest_first}
-    assert lpt and lpt == lf  # every base that gets the within-head order gets the across-heads one
+    assert lpt and lpt == lf
     assert all(SM90.check(c, PREFILL_D64).valid for c in causal)
     assert not any(c.lpt and c.longest_first for c in causal)
     assert not any(c.lpt for c in SM90.enumerate("fa_prefill", "bf16", PREFILL_NOMASK))
