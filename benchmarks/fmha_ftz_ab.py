@@ -119,6 +119,34 @@ def finish_build(folder: Path, manifest: dict, built: int, errors: list[str]) ->
     return 1 if errors else 0
 
 
+def build_staged(folder: Path, cutlass_dir: str, jobs: int, kind: str, cases: list[dict]) -> int:
+    """Stage and build the variant programs of ``cases`` into ``folder`` with the tuner's ``kind`` flags,
+    each binary once (problem sizes are run-time, so workloads share a config's binary), and write the
+    manifest.  A case holds its manifest fields (kind, workload, config, args, args_of) and ``sources``:
+    {variant label: (binary name, source text)}; the manifest lists the names as ``binaries``.  1 without
+    CUTLASS (after naming ``--cutlass-dir``, nothing staged) or when a build failed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    inputs = fmha_build_inputs(kind, cutlass_dir)
+    if inputs is None:
+        return 1
+    recipe, includes, flags = inputs
+    listed, todo, staged = [], [], set()
+    for case in cases:
+        sources = case["sources"]
+        for name, text in sources.values():
+            if name in staged:
+                continue
+            staged.add(name)
+            if stage_source(folder, name, text):
+                todo.append((folder / f"{name}.cu", flags, folder / name))
+        binaries = {label: name for label, (name, _) in sources.items()}
+        listed.append({**{k: v for k, v in case.items() if k != "sources"}, "binaries": binaries})
+    errors = compile_programs(todo, includes, jobs)
+    manifest = {"nvcc": tool_version("nvcc"), "cutlass": recipe.library_version, "flags": list(flags),
+                "cases": listed}  # fmt: skip
+    return finish_build(folder, manifest, len(todo), errors)
+
+
 def ab_parser(description: str, build_help: str, run_help: str) -> tuple[argparse.ArgumentParser, Any]:
     """The A/B scripts' command line: ``build --dir [--cutlass-dir] [--jobs]`` and ``run --dir [--rounds] --out``;
     the subparsers object comes back for a script's extra modes."""

@@ -27,17 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from cuda_kinds_common import kernels, problems
-from fmha_ftz_ab import (
-    ab_parser,
-    compile_programs,
-    finish_build,
-    fmha_build_inputs,
-    run_and_record,
-    stage_source,
-)
+from fmha_ftz_ab import ab_parser, build_staged, run_and_record
 
 from kernelpilot.dsl_plugins.cuda.fmha import fmha_label, normalize_fmha_config, render_fmha_program
-from kernelpilot.toolchain import tool_version
 
 COOP_128_LF = {"tile": [128, 128, 128], "schedule": "cooperative", "longest_first": True}
 #: (workload, config): every causal grouped-query prefill workload of cuda_kinds_common.py with the config
@@ -69,31 +61,18 @@ def variant_args(workload: str, problem: dict[str, Any]) -> dict[str, list[str]]
 def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
     """Render both variants of every case's config and build what ``folder`` lacks (one binary per config
     and variant, shared by the workloads that run it)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    inputs = fmha_build_inputs("fa_prefill", cutlass_dir)
-    if inputs is None:
-        return 1
-    recipe, includes, flags = inputs
-    cases, todo, staged = [], [], set()
+    cases = []
     for workload, config in DEFAULT_CASES:
         problem = problems()["fa_prefill"][workload]
         cfg = normalize_fmha_config(dict(config), problem["head_dim"])
-        binaries = {}
+        sources = {}
         for label, (version, kv_groups) in VARIANTS.items():
-            name = binaries[label] = f"{fmha_label(cfg)}_{label}"
-            if name in staged:
-                continue
-            staged.add(name)
             program = render_fmha_program("fa_prefill", cfg, problem, version=version, kv_groups=kv_groups)
-            if stage_source(folder, name, next(iter(program.sources.values()))):
-                todo.append((folder / f"{name}.cu", flags, folder / name))
+            sources[label] = (f"{fmha_label(cfg)}_{label}", next(iter(program.sources.values())))
         args_of = variant_args(workload, problem)
         cases.append({"kind": "fa_prefill", "workload": workload, "config": config, "args": args_of["t5"],
-                      "args_of": args_of, "binaries": binaries})  # fmt: skip
-    errors = compile_programs(todo, includes, jobs)
-    manifest = {"nvcc": tool_version("nvcc"), "cutlass": recipe.library_version, "flags": list(flags),
-                "cases": cases}  # fmt: skip
-    return finish_build(folder, manifest, len(todo), errors)
+                      "args_of": args_of, "sources": sources})  # fmt: skip
+    return build_staged(folder, cutlass_dir, jobs, "fa_prefill", cases)
 
 
 def main(argv: list[str] | None = None) -> int:

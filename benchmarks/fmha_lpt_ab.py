@@ -27,18 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from cuda_kinds_common import kernels, problems
-from fmha_ftz_ab import (
-    ab_parser,
-    compile_programs,
-    finish_build,
-    fmha_build_inputs,
-    run_and_record,
-    stage_source,
-)
+from fmha_ftz_ab import ab_parser, build_staged, run_and_record
 from fmha_gqa_ab import DEFAULT_CASES as GQA_CASES
 
 from kernelpilot.dsl_plugins.cuda.fmha import fmha_label, normalize_fmha_config, render_fmha_program
-from kernelpilot.toolchain import tool_version
 
 #: (workload, config): every causal prefill workload with its confirmed ``longest_first`` config (the
 #: grouped-query A/B's cases, one per workload)
@@ -57,31 +49,18 @@ def variants(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def build(folder: Path, cutlass_dir: str, jobs: int) -> int:
     """Render both orders of every case's config and build what ``folder`` lacks (one binary per config,
     shared by the workloads that run it)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    inputs = fmha_build_inputs("fa_prefill", cutlass_dir)
-    if inputs is None:
-        return 1
-    recipe, includes, flags = inputs
-    cases, todo, staged = [], [], set()
+    cases = []
     for workload, config in DEFAULT_CASES:
         problem = problems()["fa_prefill"][workload]
-        binaries = {}
+        sources = {}
         for label, variant in variants(config).items():
             cfg = normalize_fmha_config(dict(variant), problem["head_dim"])
-            name = binaries[label] = fmha_label(cfg)
-            if name in staged:  # problem sizes are run-time: one binary per config
-                continue
-            staged.add(name)
             program = render_fmha_program("fa_prefill", cfg, problem)
-            if stage_source(folder, name, next(iter(program.sources.values()))):
-                todo.append((folder / f"{name}.cu", flags, folder / name))
+            sources[label] = (fmha_label(cfg), next(iter(program.sources.values())))
         argv, _ = kernels()["fa_prefill"].run_command(Path("BINARY"), problem, {})
         cases.append({"kind": "fa_prefill", "workload": workload, "config": config, "args": argv[1:],
-                      "binaries": binaries})  # fmt: skip
-    errors = compile_programs(todo, includes, jobs)
-    manifest = {"nvcc": tool_version("nvcc"), "cutlass": recipe.library_version, "flags": list(flags),
-                "cases": cases}  # fmt: skip
-    return finish_build(folder, manifest, len(todo), errors)
+                      "sources": sources})  # fmt: skip
+    return build_staged(folder, cutlass_dir, jobs, "fa_prefill", cases)
 
 
 def main(argv: list[str] | None = None) -> int:
