@@ -139,18 +139,15 @@ def test_the_program_side_refuses_what_the_model_refuses() -> None:
         kernel_context(cfg, "bf16", causal=False)
 
 
-def test_the_recorded_prediction_is_what_the_model_gives_now() -> None:
-    """benchmarks/results/fmha_dispatch_orders.json (the prediction the docs quote) is reproduced by its
-    script: one row per causal prefill workload, lpt's overrun below longest_first's below the natural
-    order's, and the cost model's ratio the simulated one."""
-    import json
-
-    from tests.conftest import REPO
+def test_the_prediction_script_ranks_the_orders_on_every_causal_prefill_workload() -> None:
+    """benchmarks/fmha_dispatch_orders.py (whose record the docs quote): one row per causal prefill
+    workload, lpt's overrun below longest_first's below the natural order's, and the cost model's ratio
+    the simulated one."""
     from tests.support.benchmark_scripts import load_benchmark_script
 
-    rows = load_benchmark_script("fmha_dispatch_orders").predict()
-    recorded = json.loads((REPO / "benchmarks" / "results" / "fmha_dispatch_orders.json").read_text())["rows"]
-    assert rows == recorded
+    script = load_benchmark_script("fmha_dispatch_orders")
+    rows = script.predict()
+    assert [r["workload"] for r in rows] == [w for w, _ in script.DEFAULT_CASES]
     for r in rows:
         o = r["overrun"]
         assert o["natural"] > o["longest_first"] > o["lpt"] >= 1.0, r["workload"]
