@@ -20,6 +20,7 @@ from pathlib import Path
 from cuda_kinds_common import problems
 from fmha_lpt_ab import DEFAULT_CASES, variants
 
+from kernelpilot.hw_models.base import ceil_div
 from kernelpilot.hw_models.catalogue import get_device
 from kernelpilot.hw_models.sm90.fmha import _program_rows
 from kernelpilot.hw_models.sm90.fmha_cost import fmha_time_s
@@ -44,7 +45,7 @@ def predict(device_name: str = "h200") -> list[dict]:
             label: round(fmha_time_s(cfg, problem, device) * 1e6, 1) for label, cfg in cfgs.items()
         }
         rows.append({
-            "workload": workload, "config": config, "grid": {"heads": b * h, "q_tiles": -(-seq // qo), "slots": slots},
+            "workload": workload, "config": config, "grid": {"heads": b * h, "q_tiles": ceil_div(seq, qo), "slots": slots},
             "overrun": overrun, "simulated_lf_over_lpt": round(overrun["longest_first"] / overrun["lpt"], 4),
             "cost_model_us": estimate_us, "cost_model_lf_over_lpt": round(estimate_us["lf"] / estimate_us["lpt"], 4),
         })  # fmt: skip

@@ -35,7 +35,7 @@ from kernelpilot.dsl_plugins.cuda.fmha import fmha_label, normalize_fmha_config,
 #: (workload, config): every causal prefill workload with its confirmed ``longest_first`` config (the
 #: grouped-query A/B's cases, one per workload)
 DEFAULT_CASES: tuple[tuple[str, dict[str, Any]], ...] = tuple(
-    {workload: config for workload, config in GQA_CASES if config.get("longest_first")}.items()
+    (workload, config) for workload, config in GQA_CASES if config.get("longest_first")
 )
 BASELINE = "lf"
 
